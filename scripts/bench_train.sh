@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Training throughput: nmt vs the PyTorch peer (../shared/bench/peer_torch.py), same data, same
+# SentencePiece model, same steps, same threads, in one run on this machine.
+#   scripts/bench_train.sh [STEPS] [THREADS]     (defaults: 100 steps, 2 threads)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+STEPS="${1:-100}"
+THREADS="${2:-2}"
+PEER="${PEER:-$ROOT/../shared/bench/peer_torch.py}"
+OUT="$ROOT/bench/train"
+
+[[ -x build/nmt ]] || { echo "build/nmt is missing: run scripts/setup.sh" >&2; exit 1; }
+[[ -f "$PEER" ]] || { echo "peer script not found: $PEER" >&2; exit 1; }
+if [[ ! -s data/multi30k/train.de ]]; then
+  scripts/get_data.sh multi30k --from "$ROOT/../shared/data/multi30k"
+fi
+
+rm -rf "$OUT" && mkdir -p "$OUT"
+echo "== nmt: configs/multi30k_en_de.json, $STEPS steps, $THREADS threads"
+build/nmt train --config configs/multi30k_en_de.json --run-dir "$OUT/nmt" \
+  --set train.max_steps="$STEPS" --set train.threads="$THREADS" --set train.log_every=10 \
+  --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= 2>&1 | tee "$OUT/nmt.log" | grep -E "step|data" || true
+ours=$(python3 - "$OUT/nmt/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+tokens = sum(r["tgt_tokens"] for r in rows)
+seconds = sum(r["tgt_tokens"] / r["tok_per_s"] for r in rows)
+print(f"{tokens / seconds:.1f}")
+PY
+)
+
+echo "== peer: $PEER, $STEPS steps, $THREADS threads"
+/usr/bin/python3 "$PEER" train --spm "$OUT/nmt/spm.model" --src data/multi30k/train.en \
+  --tgt data/multi30k/train.de --steps "$STEPS" --threads "$THREADS" 2>"$OUT/peer.log" | tee "$OUT/peer.json"
+peer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tgt_tok_per_s"])' "$OUT/peer.json")
+
+python3 - "$ours" "$peer" "$STEPS" "$THREADS" <<'PY'
+import sys
+ours, peer, steps, threads = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
+print(f"\ntraining target tokens/s over {steps} steps at {threads} threads")
+print(f"  nmt  : {ours:9.1f}")
+print(f"  peer : {peer:9.1f}")
+print(f"  ratio: {ours / peer:9.2f}x")
+PY

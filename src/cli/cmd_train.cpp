@@ -1,0 +1,55 @@
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "config/config.h"
+#include "train/trainer.h"
+#include "util/log.h"
+#include "util/util.h"
+
+namespace nmt {
+
+void add_train_command(CLI::App& app) {
+  struct Args {
+    std::string config;
+    std::string run_dir;
+    std::vector<std::string> overrides;
+    bool resume = false;
+    bool dump_config = false;
+    bool print_reference = false;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("train", "Train a Transformer from a JSON config");
+  cmd->add_option("--config", args->config, "JSON config file (optional with --resume)");
+  cmd->add_option("--run-dir", args->run_dir,
+                  "Directory for config, vocabularies, logs, metrics and checkpoints");
+  cmd->add_option("--set", args->overrides, "Override a config key: --set train.max_steps=500")
+      ->take_all();
+  cmd->add_flag("--resume", args->resume, "Continue from the newest complete checkpoint");
+  cmd->add_flag("--dump-config", args->dump_config, "Print the merged config and exit");
+  cmd->add_flag("--print-config-reference", args->print_reference,
+                "Print every config key with its type, default and meaning (Markdown) and exit");
+  cmd->callback([args] {
+    setup_logging();
+    if (args->print_reference) {
+      std::cout << config_reference_markdown();
+      return;
+    }
+    std::string config_path = args->config;
+    if (config_path.empty()) {
+      if (!args->resume || args->run_dir.empty())
+        throw Error("train: --config is required (or --resume with --run-dir)");
+      config_path = args->run_dir + "/config.json";
+    }
+    const Config config = load_config_file(config_path, args->overrides);
+    if (args->dump_config) {
+      std::cout << config_to_json(config) << std::endl;
+      return;
+    }
+    if (args->run_dir.empty()) throw Error("train: --run-dir is required");
+    validate_data_files(config);
+    train(config, TrainOptions{args->run_dir, args->resume});
+  });
+}
+
+}  // namespace nmt

@@ -1,0 +1,24 @@
+// nmt: train, evaluate and run Transformer translation models.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"nmt: train, evaluate and run Transformer translation models"};
+  app.require_subcommand(1);
+  nmt::add_train_command(app);
+  nmt::add_translate_command(app);
+  nmt::add_eval_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "\nnmt: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,438 @@
+#include "config/config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "util/util.h"
+
+namespace nmt {
+
+using nlohmann::json;
+
+namespace {
+
+// A value check: returns an error text, or nullopt when the value is fine.
+template <class T>
+using Check = std::function<std::optional<std::string>(const T&)>;
+
+Check<int64_t> at_least(int64_t lo) {
+  return [lo](const int64_t& v) -> std::optional<std::string> {
+    if (v < lo) return "must be >= " + std::to_string(lo) + ", got " + std::to_string(v);
+    return std::nullopt;
+  };
+}
+
+Check<double> in_range(double lo, double hi, bool hi_inclusive = true) {
+  return [=](const double& v) -> std::optional<std::string> {
+    if (!std::isfinite(v) || v < lo || (hi_inclusive ? v > hi : v >= hi)) {
+      std::ostringstream os;
+      os << "must be in [" << lo << ", " << hi << (hi_inclusive ? "]" : ")") << ", got " << v;
+      return os.str();
+    }
+    return std::nullopt;
+  };
+}
+
+Check<std::string> one_of(std::vector<std::string> allowed) {
+  return [allowed](const std::string& v) -> std::optional<std::string> {
+    if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return std::nullopt;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "\"" : ", \"") + a + "\"";
+    return "must be one of " + list + ", got \"" + v + "\"";
+  };
+}
+
+template <class T>
+Check<T> any() {
+  return [](const T&) -> std::optional<std::string> { return std::nullopt; };
+}
+
+// The schema, written once: each visitor (parser, printer, documenter) walks the same fields.
+template <class V>
+void visit(DataConfig& c, V& v) {
+  v("train_src", c.train_src, "training source file, one sentence a line", any<std::string>());
+  v("train_tgt", c.train_tgt, "training target file, aligned line by line with train_src",
+    any<std::string>());
+  v("valid_src", c.valid_src, "validation source file (\"\" = no validation)", any<std::string>());
+  v("valid_tgt", c.valid_tgt, "validation target file", any<std::string>());
+  v("max_len", c.max_len, "drop training pairs with more pieces than this on either side",
+    at_least(1));
+}
+
+template <class V>
+void visit(VocabConfig& c, V& v) {
+  v("joint", c.joint, "one SentencePiece model shared by source and target", any<bool>());
+  v("size", c.size, "vocabulary size when a model is trained", at_least(8));
+  v("model_type", c.model_type, "SentencePiece model type: unigram | bpe | char | word",
+    one_of({"unigram", "bpe", "char", "word"}));
+  v("character_coverage", c.character_coverage,
+    "share of characters the vocabulary must cover (0.98 for CJK)", in_range(0.5, 1.0));
+  v("input_sentence_size", c.input_sentence_size,
+    "sentences sampled to train the vocabulary", at_least(1));
+  v("model", c.model, "existing joint .model file; \"\" = train one into the run directory",
+    any<std::string>());
+  v("src_model", c.src_model, "existing source .model when joint = false; \"\" = train one",
+    any<std::string>());
+  v("tgt_model", c.tgt_model, "existing target .model when joint = false; \"\" = train one",
+    any<std::string>());
+}
+
+template <class V>
+void visit(ModelConfig& c, V& v) {
+  v("d_model", c.d_model, "width of embeddings and hidden states", at_least(2));
+  v("heads", c.heads, "attention heads; must divide d_model", at_least(1));
+  v("encoder_layers", c.encoder_layers, "encoder layers", at_least(1));
+  v("decoder_layers", c.decoder_layers, "decoder layers", at_least(1));
+  v("d_ff", c.d_ff, "inner width of the feed-forward blocks", at_least(1));
+  v("dropout", c.dropout, "dropout on embeddings, residual branches and the ReLU output",
+    in_range(0.0, 1.0, false));
+  v("attention_dropout", c.attention_dropout, "dropout on attention weights",
+    in_range(0.0, 1.0, false));
+  v("positional", c.positional, "position encoding: sinusoidal | learned",
+    one_of({"sinusoidal", "learned"}));
+  v("max_positions", c.max_positions, "longest sequence the position table covers",
+    at_least(2));
+  v("norm", c.norm, "post (the paper's) | pre (LayerNorm before each block, plus a final one)",
+    one_of({"post", "pre"}));
+  v("tie_embeddings", c.tie_embeddings,
+    "none | decoder (decoder input and output) | all (also the encoder; needs a joint vocab)",
+    one_of({"none", "decoder", "all"}));
+}
+
+template <class V>
+void visit(TrainConfig& c, V& v) {
+  v("max_steps", c.max_steps, "stop after this many optimizer steps (0 = no limit)",
+    at_least(0));
+  v("max_epochs", c.max_epochs, "stop after this many passes over the data (0 = no limit)",
+    at_least(0));
+  v("seed", c.seed, "seed for initialisation, shuffling and dropout", at_least(0));
+  v("threads", c.threads, "intra-op CPU threads (0 = all cores)", at_least(0));
+  v("log_every", c.log_every, "steps between log lines and metrics.jsonl rows", at_least(1));
+  v("save_every", c.save_every, "steps between checkpoints (a final one is always written)",
+    at_least(1));
+  v("keep_last", c.keep_last, "checkpoints kept under DIR/checkpoints", at_least(1));
+  v("batch_tokens", c.batch_tokens,
+    "token budget of one batch: rows x padded width (must be > data.max_len)", at_least(2));
+  v("accum_steps", c.accum_steps, "batches whose gradients are summed per optimizer step",
+    at_least(1));
+  v("warmup_steps", c.warmup_steps, "Noam warm-up steps", at_least(1));
+  v("lr_factor", c.lr_factor, "Noam scale: lr = factor * d^-0.5 * min(s^-0.5, s * w^-1.5)",
+    in_range(0.0, 1e6));
+  v("adam_beta1", c.adam_beta1, "Adam beta1", in_range(0.0, 1.0, false));
+  v("adam_beta2", c.adam_beta2, "Adam beta2", in_range(0.0, 1.0, false));
+  v("adam_eps", c.adam_eps, "Adam epsilon", in_range(0.0, 1.0));
+  v("label_smoothing", c.label_smoothing, "probability mass spread over the vocabulary",
+    in_range(0.0, 1.0, false));
+  v("clip_norm", c.clip_norm, "clip the global gradient norm to this (0 = off)",
+    in_range(0.0, 1e9));
+  v("valid_every", c.valid_every, "steps between validation-loss passes (0 = only at the end)",
+    at_least(0));
+}
+
+template <class V>
+void visit(DecodeConfig& c, V& v) {
+  v("max_len_a", c.max_len_a, "output length limit: a * source_length + b", in_range(0.0, 1e3));
+  v("max_len_b", c.max_len_b, "output length limit: a * source_length + b", at_least(0));
+  v("batch_tokens", c.batch_tokens, "source-token budget of one translation batch",
+    at_least(1));
+}
+
+template <class V>
+void visit(Config& c, V& v) {
+  v.section("data", c.data);
+  v.section("vocab", c.vocab);
+  v.section("model", c.model);
+  v.section("train", c.train);
+  v.section("decode", c.decode);
+}
+
+std::string type_name(const json& j) {
+  if (j.is_number_integer()) return "integer";
+  if (j.is_number_float()) return "number";
+  return j.type_name();
+}
+
+std::string short_dump(const json& j) {
+  std::string s = j.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+// Reads a JSON object into a struct, field by field, recording which keys it knew.
+class Parser {
+ public:
+  Parser(const json& object, std::string path) : object_(object), path_(std::move(path)) {}
+
+  template <class S>
+  void section(const std::string& name, S& target) {
+    known_.push_back(name);
+    auto it = object_.find(name);
+    if (it == object_.end()) return;
+    Parser sub(*it, join(name));
+    sub.expect_object();
+    visit(target, sub);
+    sub.reject_unknown();
+  }
+
+  template <class T>
+  void operator()(const std::string& name, T& field, const char*, const Check<T>& check) {
+    known_.push_back(name);
+    auto it = object_.find(name);
+    if (it == object_.end()) return;
+    const std::string path = join(name);
+    T value = convert<T>(*it, path);
+    if (auto problem = check(value)) throw Error(path + ": " + *problem);
+    field = std::move(value);
+  }
+
+  void expect_object() const {
+    if (!object_.is_object())
+      throw Error(path_ + ": expected an object, got " + type_name(object_) + " " +
+                  short_dump(object_));
+  }
+
+  void reject_unknown() const {
+    for (auto it = object_.begin(); it != object_.end(); ++it) {
+      if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
+      std::string msg = join(it.key()) + ": unknown key";
+      const std::string hint = closest_match(it.key(), known_);
+      if (!hint.empty()) msg += " (did you mean \"" + join(hint) + "\"?)";
+      throw Error(msg);
+    }
+  }
+
+ private:
+  std::string join(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  template <class T>
+  static T convert(const json& j, const std::string& path) {
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!j.is_boolean()) throw wrong_type(path, "a boolean", j);
+      return j.get<bool>();
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      if (j.is_number_integer()) {
+        if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX))
+          throw Error(path + ": integer out of range: " + j.dump());
+        return j.get<int64_t>();
+      }
+      // 4096.0 is accepted as an integer; 4096.5 is not.
+      if (j.is_number_float()) {
+        const double d = j.get<double>();
+        if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15)
+          return static_cast<int64_t>(d);
+        throw Error(path + ": expected an integer, got " + j.dump());
+      }
+      throw wrong_type(path, "an integer", j);
+    } else if constexpr (std::is_same_v<T, double>) {
+      if (!j.is_number()) throw wrong_type(path, "a number", j);
+      const double d = j.get<double>();
+      if (!std::isfinite(d)) throw Error(path + ": expected a finite number");
+      return d;
+    } else {
+      if (!j.is_string()) throw wrong_type(path, "a string", j);
+      return j.get<std::string>();
+    }
+  }
+
+  static Error wrong_type(const std::string& path, const std::string& want, const json& got) {
+    return Error(path + ": expected " + want + ", got " + type_name(got) + " " + short_dump(got));
+  }
+
+  const json& object_;
+  std::string path_;
+  std::vector<std::string> known_;
+};
+
+// Writes a struct back to JSON.
+class Printer {
+ public:
+  explicit Printer(json& out) : out_(out) {}
+  template <class S>
+  void section(const std::string& name, S& s) {
+    json sub = json::object();
+    Printer p(sub);
+    visit(s, p);
+    out_[name] = std::move(sub);
+  }
+  template <class T>
+  void operator()(const std::string& name, T& field, const char*, const Check<T>&) {
+    out_[name] = field;
+  }
+
+ private:
+  json& out_;
+};
+
+// Lists every key as a Markdown table row.
+class Documenter {
+ public:
+  explicit Documenter(std::ostringstream& os) : os_(os) {}
+  template <class S>
+  void section(const std::string& name, S& s) {
+    prefix_ = name + ".";
+    visit(s, *this);
+  }
+  template <class T>
+  void operator()(const std::string& name, T& field, const char* doc, const Check<T>&) {
+    std::string type = std::is_same_v<T, bool>      ? "bool"
+                       : std::is_same_v<T, int64_t> ? "int"
+                       : std::is_same_v<T, double>  ? "number"
+                                                    : "string";
+    std::string meaning = doc;  // a '|' would end the Markdown cell
+    for (size_t pos = 0; (pos = meaning.find('|', pos)) != std::string::npos; pos += 2)
+      meaning.replace(pos, 1, "\\|");
+    os_ << "| `" << prefix_ << name << "` | " << type << " | `" << json(field).dump() << "` | "
+        << meaning << " |\n";
+  }
+
+ private:
+  std::ostringstream& os_;
+  std::string prefix_;
+};
+
+// Applies "a.b.c=value": the value is parsed as JSON when it can be, else taken as a string.
+void apply_override(json& root, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error("--set " + assignment + ": expected key.path=value");
+  const std::string key = trim(assignment.substr(0, eq));
+  const std::string raw = assignment.substr(eq + 1);
+  json value = json::parse(raw, nullptr, false);
+  if (value.is_discarded()) value = raw;
+  json* node = &root;
+  const auto parts = split(key, '.');
+  std::string path;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].empty()) throw Error("--set " + assignment + ": empty key in path");
+    path += (path.empty() ? "" : ".") + parts[i];
+    if (!node->is_object())
+      throw Error("--set " + assignment + ": " + path + " is not inside an object");
+    if (i + 1 == parts.size()) {
+      (*node)[parts[i]] = value;
+    } else {
+      node = &(*node)[parts[i]];
+      if (node->is_null()) *node = json::object();
+    }
+  }
+}
+
+void validate_cross_fields(const Config& c) {
+  if (c.model.d_model % c.model.heads != 0)
+    throw Error("model.heads: " + std::to_string(c.model.heads) + " does not divide model.d_model " +
+                std::to_string(c.model.d_model));
+  if (c.model.positional == "sinusoidal" && c.model.d_model % 2 != 0)
+    throw Error("model.d_model: sinusoidal positions need an even width, got " +
+                std::to_string(c.model.d_model));
+  if (c.model.tie_embeddings == "all" && !c.vocab.joint)
+    throw Error("model.tie_embeddings: \"all\" needs vocab.joint = true");
+  if (c.vocab.joint && (!c.vocab.src_model.empty() || !c.vocab.tgt_model.empty()))
+    throw Error("vocab.src_model: only used when vocab.joint = false (use vocab.model)");
+  if (!c.vocab.joint && !c.vocab.model.empty())
+    throw Error("vocab.model: only used when vocab.joint = true (use vocab.src_model/tgt_model)");
+  if (c.train.batch_tokens <= c.data.max_len)
+    throw Error("train.batch_tokens: must exceed data.max_len (" + std::to_string(c.data.max_len) +
+                ") so every kept pair fits in a batch, got " + std::to_string(c.train.batch_tokens));
+  if (c.data.max_len + 2 > c.model.max_positions)
+    throw Error("data.max_len: " + std::to_string(c.data.max_len) +
+                " needs model.max_positions >= max_len + 2, got " +
+                std::to_string(c.model.max_positions));
+  if (c.train.max_steps == 0 && c.train.max_epochs == 0)
+    throw Error("train.max_steps: set train.max_steps or train.max_epochs (both are 0)");
+  if (c.data.valid_src.empty() != c.data.valid_tgt.empty())
+    throw Error("data.valid_tgt: give both valid_src and valid_tgt, or neither");
+}
+
+}  // namespace
+
+Config parse_config(const std::string& json_text, const std::vector<std::string>& overrides,
+                    const std::string& origin) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    // Turn the byte offset into line and column.
+    size_t line = 1, col = 1;
+    const size_t end = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, json_text.size());
+    for (size_t i = 0; i < end; ++i) {
+      if (json_text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    const size_t colon = what.find(": ", what.find("parse error"));
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    throw Error(origin + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                ": invalid JSON: " + what);
+  }
+  if (!root.is_object()) throw Error(origin + ": the config must be a JSON object");
+  for (const auto& o : overrides) apply_override(root, o);
+
+  Config config;
+  Parser parser(root, "");
+  visit(config, parser);
+  parser.reject_unknown();
+  validate_cross_fields(config);
+  return config;
+}
+
+Config load_config_file(const std::string& path, const std::vector<std::string>& overrides) {
+  if (!file_exists(path)) throw Error("config file not found: " + path);
+  return parse_config(read_file(path), overrides, path);
+}
+
+void validate_data_files(const Config& c) {
+  const std::pair<const char*, const std::string*> files[] = {
+      {"data.train_src", &c.data.train_src}, {"data.train_tgt", &c.data.train_tgt},
+      {"data.valid_src", &c.data.valid_src}, {"data.valid_tgt", &c.data.valid_tgt}};
+  for (const auto& [key, path] : files) {
+    if (path->empty()) continue;
+    if (!file_exists(*path)) throw Error(std::string(key) + ": file not found: " + *path);
+  }
+  auto check_pair = [](const char* key, const std::string& src, const std::string& tgt) {
+    if (src.empty()) return;
+    const int64_t ns = count_lines(src), nt = count_lines(tgt);
+    if (ns != nt)
+      throw Error(std::string(key) + ": line counts differ: " + src + " has " + std::to_string(ns) +
+                  " lines, " + tgt + " has " + std::to_string(nt));
+  };
+  check_pair("data.train_tgt", c.data.train_src, c.data.train_tgt);
+  check_pair("data.valid_tgt", c.data.valid_src, c.data.valid_tgt);
+  for (const auto& [key, path] : {std::pair<const char*, const std::string*>{"vocab.model", &c.vocab.model},
+                                  {"vocab.src_model", &c.vocab.src_model},
+                                  {"vocab.tgt_model", &c.vocab.tgt_model}}) {
+    if (!path->empty() && !file_exists(*path))
+      throw Error(std::string(key) + ": file not found: " + *path);
+  }
+}
+
+std::string config_to_json(const Config& config) {
+  json out = json::object();
+  Printer p(out);
+  visit(const_cast<Config&>(config), p);
+  return out.dump(2);
+}
+
+std::string config_reference_markdown() {
+  std::ostringstream os;
+  os << "| key | type | default | meaning |\n|---|---|---|---|\n";
+  Config defaults;
+  Documenter d(os);
+  visit(defaults, d);
+  return os.str();
+}
+
+int effective_threads(const Config& config) {
+  return config.train.threads > 0 ? static_cast<int>(config.train.threads) : hardware_threads();
+}
+
+}  // namespace nmt

@@ -1,0 +1,63 @@
+#include "data/batching.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace nmt {
+
+uint64_t SplitMix64::next() {
+  uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t SplitMix64::below(uint64_t n) {
+  // Rejection sampling keeps it unbiased.
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  uint64_t r;
+  do r = next();
+  while (r >= limit);
+  return r % n;
+}
+
+uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
+  SplitMix64 mix(seed * 0x100000001B3ULL + static_cast<uint64_t>(epoch));
+  return mix.next();
+}
+
+std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& src_lens,
+                                               const std::vector<int64_t>& tgt_lens,
+                                               int64_t batch_tokens, uint64_t seed) {
+  const size_t n = src_lens.size();
+  SplitMix64 rng(seed);
+  std::vector<uint64_t> tie(n);
+  for (auto& t : tie) t = rng.next();
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (src_lens[a] != src_lens[b]) return src_lens[a] < src_lens[b];
+    if (tgt_lens[a] != tgt_lens[b]) return tgt_lens[a] < tgt_lens[b];
+    return tie[a] < tie[b];
+  });
+
+  std::vector<std::vector<int64_t>> batches;
+  std::vector<int64_t> current;
+  int64_t width = 0;
+  for (const int64_t i : order) {
+    const int64_t w = std::max(width, pair_width(src_lens[i], tgt_lens[i]));
+    if (!current.empty() && w * static_cast<int64_t>(current.size() + 1) > batch_tokens) {
+      batches.push_back(std::move(current));
+      current.clear();
+      width = 0;
+    }
+    current.push_back(i);
+    width = std::max(width, pair_width(src_lens[i], tgt_lens[i]));
+  }
+  if (!current.empty()) batches.push_back(std::move(current));
+
+  for (size_t k = batches.size(); k > 1; --k) std::swap(batches[k - 1], batches[rng.below(k)]);
+  return batches;
+}
+
+}  // namespace nmt

@@ -1,0 +1,63 @@
+#include "data/corpus.h"
+
+#include <fstream>
+
+#include "util/util.h"
+
+namespace nmt {
+
+Corpus load_corpus(const std::string& src_path, const std::string& tgt_path,
+                   const SentencePiece& src_vocab, const SentencePiece& tgt_vocab, int64_t max_len,
+                   CorpusStats* stats) {
+  const auto src_lines = read_lines(src_path);
+  const auto tgt_lines = read_lines(tgt_path);
+  if (src_lines.size() != tgt_lines.size())
+    throw Error("line counts differ: " + src_path + " has " + std::to_string(src_lines.size()) +
+                " lines, " + tgt_path + " has " + std::to_string(tgt_lines.size()));
+  CorpusStats s;
+  Corpus corpus;
+  s.total = static_cast<int64_t>(src_lines.size());
+  for (size_t i = 0; i < src_lines.size(); ++i) {
+    const auto& a = src_lines[i];
+    const auto& b = tgt_lines[i];
+    if (!is_valid_utf8(a) || !is_valid_utf8(b) || a.find('\0') != std::string::npos ||
+        b.find('\0') != std::string::npos) {
+      ++s.invalid_utf8;
+      continue;
+    }
+    auto x = src_vocab.encode(a);
+    auto y = tgt_vocab.encode(b);
+    if (x.empty() || y.empty()) {
+      ++s.empty;
+      continue;
+    }
+    if (max_len > 0 && (static_cast<int64_t>(x.size()) > max_len ||
+                        static_cast<int64_t>(y.size()) > max_len)) {
+      ++s.too_long;
+      continue;
+    }
+    corpus.src.push_back(std::move(x));
+    corpus.tgt.push_back(std::move(y));
+  }
+  s.kept = static_cast<int64_t>(corpus.size());
+  if (stats != nullptr) *stats = s;
+  return corpus;
+}
+
+int64_t write_clean_lines(const std::vector<std::string>& inputs, const std::string& out_path) {
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error("cannot write " + out_path);
+  int64_t n = 0;
+  for (const auto& path : inputs) {
+    for (const auto& line : read_lines(path)) {
+      if (!is_valid_utf8(line) || line.find('\0') != std::string::npos || trim(line).empty())
+        continue;
+      out << line << '\n';
+      ++n;
+    }
+  }
+  if (!out.flush()) throw Error("cannot write " + out_path);
+  return n;
+}
+
+}  // namespace nmt

@@ -1,0 +1,58 @@
+#include "data/tensors.h"
+
+#include "text/spm.h"
+
+namespace nmt {
+
+torch::Tensor pad_sequences(const std::vector<std::vector<int64_t>>& seqs, int64_t pad_id) {
+  size_t longest = 0;
+  for (const auto& s : seqs) longest = std::max(longest, s.size());
+  auto out = torch::full({static_cast<int64_t>(seqs.size()), static_cast<int64_t>(longest)},
+                         pad_id, torch::kLong);
+  auto acc = out.accessor<int64_t, 2>();
+  for (size_t r = 0; r < seqs.size(); ++r)
+    for (size_t c = 0; c < seqs[r].size(); ++c) acc[r][c] = seqs[r][c];
+  return out;
+}
+
+torch::Tensor key_padding_mask(const torch::Tensor& tokens, int64_t pad_id) {
+  return tokens.eq(pad_id);
+}
+
+torch::Tensor causal_mask(int64_t length) {
+  return torch::ones({length, length}, torch::kBool).triu(1);
+}
+
+torch::Tensor mask_to_bias(const torch::Tensor& blocked) {
+  return torch::zeros(blocked.sizes(), torch::kFloat)
+      .masked_fill_(blocked, -std::numeric_limits<float>::infinity());
+}
+
+TensorBatch make_tensor_batch(const Corpus& corpus, const std::vector<int64_t>& rows) {
+  std::vector<std::vector<int64_t>> src, tgt_in, tgt_out;
+  src.reserve(rows.size());
+  tgt_in.reserve(rows.size());
+  tgt_out.reserve(rows.size());
+  TensorBatch b;
+  for (const int64_t r : rows) {
+    const auto& x = corpus.src[r];
+    const auto& y = corpus.tgt[r];
+    std::vector<int64_t> s(x.begin(), x.end());
+    s.push_back(kEosId);
+    std::vector<int64_t> ti{kBosId};
+    ti.insert(ti.end(), y.begin(), y.end());
+    std::vector<int64_t> to(y.begin(), y.end());
+    to.push_back(kEosId);
+    b.src_tokens += static_cast<int64_t>(s.size());
+    b.tgt_tokens += static_cast<int64_t>(to.size());
+    src.push_back(std::move(s));
+    tgt_in.push_back(std::move(ti));
+    tgt_out.push_back(std::move(to));
+  }
+  b.src = pad_sequences(src, kPadId);
+  b.tgt_in = pad_sequences(tgt_in, kPadId);
+  b.tgt_out = pad_sequences(tgt_out, kPadId);
+  return b;
+}
+
+}  // namespace nmt

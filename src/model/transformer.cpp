@@ -1,0 +1,211 @@
+#include "model/transformer.h"
+
+#include <cmath>
+
+#include "data/tensors.h"
+#include "text/spm.h"
+#include "util/util.h"
+
+namespace nmt {
+
+namespace F = torch::nn::functional;
+
+torch::Tensor sinusoidal_table(int64_t positions, int64_t d_model) {
+  auto pos = torch::arange(positions, torch::kDouble).unsqueeze(1);
+  auto i2 = torch::arange(0, d_model, 2, torch::kDouble);
+  auto angle = pos * torch::exp(i2 * (-std::log(10000.0) / static_cast<double>(d_model)));
+  auto table = torch::zeros({positions, d_model}, torch::kDouble);
+  table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)},
+                   torch::sin(angle));
+  table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)},
+                   torch::cos(angle));
+  return table.to(torch::kFloat);
+}
+
+namespace {
+torch::nn::Linear xavier_linear(int64_t in, int64_t out, bool bias = true) {
+  torch::nn::Linear l(torch::nn::LinearOptions(in, out).bias(bias));
+  torch::nn::init::xavier_uniform_(l->weight);
+  if (bias) torch::nn::init::zeros_(l->bias);
+  return l;
+}
+
+torch::nn::LayerNorm layer_norm(int64_t d) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}).eps(1e-5));
+}
+
+// Post-norm: norm(x + drop(f(x))). Pre-norm: x + drop(f(norm(x))).
+template <class Fn>
+torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, bool pre_norm,
+                       double dropout, bool training, Fn&& f) {
+  if (pre_norm) return x + F::dropout(f(norm(x)), F::DropoutFuncOptions().p(dropout).training(training));
+  return norm(x + F::dropout(f(x), F::DropoutFuncOptions().p(dropout).training(training)));
+}
+}  // namespace
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout,
+                                               bool cross)
+    : d_model_(d_model), heads_(heads), head_dim_(d_model / heads), dropout_(dropout),
+      cross_(cross) {
+  if (cross_) {
+    q_ = register_module("q", xavier_linear(d_model, d_model));
+    kv_ = register_module("kv", xavier_linear(d_model, 2 * d_model));
+  } else {
+    qkv_ = register_module("qkv", xavier_linear(d_model, 3 * d_model));
+  }
+  out_ = register_module("out", xavier_linear(d_model, d_model));
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
+                                              const torch::Tensor& bias) {
+  const int64_t B = x.size(0), Tq = x.size(1);
+  torch::Tensor q, k, v;
+  if (cross_) {
+    const int64_t Tk = memory.size(1);
+    q = q_(x).view({B, Tq, heads_, head_dim_}).transpose(1, 2);
+    auto kv = kv_(memory).view({B, Tk, 2, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
+    k = kv[0];
+    v = kv[1];
+  } else {
+    auto qkv = qkv_(x).view({B, Tq, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
+    q = qkv[0];
+    k = qkv[1];
+    v = qkv[2];
+  }
+  // Scaling q before the product costs Tq*dk multiplies instead of Tq*Tk.
+  auto scores = torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(head_dim_))),
+                              k.transpose(-2, -1));
+  if (bias.defined()) scores = scores + bias;
+  auto weights = torch::softmax(scores, -1);
+  weights = F::dropout(weights, F::DropoutFuncOptions().p(dropout_).training(is_training()));
+  auto context = torch::matmul(weights, v).transpose(1, 2).reshape({B, Tq, d_model_});
+  return out_(context);
+}
+
+FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout)
+    : dropout_(dropout) {
+  fc1_ = register_module("fc1", xavier_linear(d_model, d_ff));
+  fc2_ = register_module("fc2", xavier_linear(d_ff, d_model));
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  auto h = torch::relu(fc1_(x));
+  h = F::dropout(h, F::DropoutFuncOptions().p(dropout_).training(is_training()));
+  return fc2_(h);
+}
+
+EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c)
+    : pre_norm_(c.norm == "pre"), dropout_(c.dropout) {
+  self_attn_ = register_module(
+      "self_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
+  self_attn_norm_ = register_module("self_attn_norm", layer_norm(c.d_model));
+  ffn_ = register_module("ffn", FeedForward(c.d_model, c.d_ff, c.dropout));
+  ffn_norm_ = register_module("ffn_norm", layer_norm(c.d_model));
+}
+
+torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& self_bias) {
+  auto h = residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
+                    [&](const torch::Tensor& y) { return self_attn_(y, torch::Tensor(), self_bias); });
+  return residual(h, ffn_norm_, pre_norm_, dropout_, is_training(),
+                  [&](const torch::Tensor& y) { return ffn_(y); });
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c)
+    : pre_norm_(c.norm == "pre"), dropout_(c.dropout) {
+  self_attn_ = register_module(
+      "self_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
+  self_attn_norm_ = register_module("self_attn_norm", layer_norm(c.d_model));
+  cross_attn_ = register_module(
+      "cross_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, true));
+  cross_attn_norm_ = register_module("cross_attn_norm", layer_norm(c.d_model));
+  ffn_ = register_module("ffn", FeedForward(c.d_model, c.d_ff, c.dropout));
+  ffn_norm_ = register_module("ffn_norm", layer_norm(c.d_model));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& self_bias,
+                                        const torch::Tensor& memory,
+                                        const torch::Tensor& memory_bias) {
+  auto h = residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
+                    [&](const torch::Tensor& y) { return self_attn_(y, torch::Tensor(), self_bias); });
+  h = residual(h, cross_attn_norm_, pre_norm_, dropout_, is_training(),
+               [&](const torch::Tensor& y) { return cross_attn_(y, memory, memory_bias); });
+  return residual(h, ffn_norm_, pre_norm_, dropout_, is_training(),
+                  [&](const torch::Tensor& y) { return ffn_(y); });
+}
+
+TransformerImpl::TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_t tgt_vocab)
+    : config_(c), scale_(std::sqrt(static_cast<double>(c.d_model))) {
+  if (c.tie_embeddings == "all" && src_vocab != tgt_vocab)
+    throw Error("tie_embeddings=all needs one vocabulary");
+  auto make_embedding = [&](int64_t vocab) {
+    torch::nn::Embedding e(torch::nn::EmbeddingOptions(vocab, c.d_model).padding_idx(kPadId));
+    // N(0, d^-1/2): after the sqrt(d) scale the embeddings have unit variance.
+    torch::NoGradGuard no_grad;
+    e->weight.normal_(0.0, std::pow(static_cast<double>(c.d_model), -0.5));
+    e->weight[kPadId].zero_();
+    return e;
+  };
+  src_embed_ = register_module("src_embed", make_embedding(src_vocab));
+  tgt_embed_ = c.tie_embeddings == "all" ? src_embed_
+                                         : register_module("tgt_embed", make_embedding(tgt_vocab));
+  if (c.tie_embeddings == "none")
+    out_proj_ = register_module("out_proj", xavier_linear(c.d_model, tgt_vocab, false));
+  if (c.positional == "learned") {
+    src_pos_ = register_module("src_pos", make_embedding(c.max_positions));
+    tgt_pos_ = register_module("tgt_pos", make_embedding(c.max_positions));
+  } else {
+    sinusoids_ = sinusoidal_table(c.max_positions, c.d_model);
+  }
+  encoder_ = register_module("encoder", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_->push_back(EncoderLayer(c));
+  decoder_ = register_module("decoder", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.decoder_layers; ++i) decoder_->push_back(DecoderLayer(c));
+  if (c.norm == "pre") {
+    encoder_norm_ = register_module("encoder_norm", layer_norm(c.d_model));
+    decoder_norm_ = register_module("decoder_norm", layer_norm(c.d_model));
+  }
+}
+
+torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, torch::nn::Embedding& table,
+                                     const torch::nn::Embedding& learned_positions) {
+  const int64_t T = tokens.size(1);
+  if (T > config_.max_positions)
+    throw Error("sequence of " + std::to_string(T) + " tokens exceeds model.max_positions " +
+                            std::to_string(config_.max_positions));
+  auto x = table->forward(tokens) * scale_;
+  if (learned_positions)
+    x = x + learned_positions->weight.narrow(0, 0, T);
+  else
+    x = x + sinusoids_.narrow(0, 0, T).to(x.device());
+  return F::dropout(x, F::DropoutFuncOptions().p(config_.dropout).training(is_training()));
+}
+
+Encoded TransformerImpl::encode(const torch::Tensor& src) {
+  Encoded enc;
+  enc.bias = mask_to_bias(key_padding_mask(src, kPadId)).view({src.size(0), 1, 1, src.size(1)});
+  auto x = embed(src, src_embed_, src_pos_);
+  for (const auto& layer : *encoder_) x = layer->as<EncoderLayer>()->forward(x, enc.bias);
+  enc.memory = encoder_norm_ ? encoder_norm_(x) : x;
+  return enc;
+}
+
+torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const Encoded& enc) {
+  const int64_t T = tgt_in.size(1);
+  // Right-padded targets: the causal mask alone keeps real positions off the padding.
+  auto self_bias = mask_to_bias(causal_mask(T));
+  auto x = embed(tgt_in, tgt_embed_, tgt_pos_);
+  for (const auto& layer : *decoder_)
+    x = layer->as<DecoderLayer>()->forward(x, self_bias, enc.memory, enc.bias);
+  return decoder_norm_ ? decoder_norm_(x) : x;
+}
+
+torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
+  if (out_proj_) return out_proj_(hidden);
+  return torch::matmul(hidden, tgt_embed_->weight.t());
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
+  return project(decode(tgt_in, encode(src)));
+}
+
+}  // namespace nmt

@@ -1,0 +1,215 @@
+#include "text/spm.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+
+#include "util/util.h"
+
+namespace nmt {
+
+namespace {
+
+// The shim's C ABI, resolved once.
+struct Shim {
+  std::string path;
+  const char* (*last_error)();
+  void (*free_buffer)(void*);
+  void* (*load)(const char*, size_t);
+  void (*free_model)(void*);
+  int (*piece_size)(const void*);
+  int (*special_id)(const void*, int);
+  int (*encode)(const void*, const char*, size_t, int**, size_t*);
+  int (*decode)(const void*, const int*, size_t, char**, size_t*);
+  int (*id_to_piece)(const void*, int, char**, size_t*);
+  int (*train)(const char*);
+};
+
+std::string executable_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+// NMT_SPM_SHIM overrides; else beside the executable, else in the build tree it came from.
+std::vector<std::string> candidate_paths() {
+  std::vector<std::string> out;
+  if (const char* env = std::getenv("NMT_SPM_SHIM"); env != nullptr && *env != '\0')
+    out.emplace_back(env);
+  const std::string exe_dir = executable_dir();
+  if (!exe_dir.empty()) {
+    out.push_back(exe_dir + "/libnmt_spm.so");
+    out.push_back(exe_dir + "/../lib/libnmt_spm.so");
+  }
+#ifdef NMT_BUILD_DIR
+  out.push_back(std::string(NMT_BUILD_DIR) + "/libnmt_spm.so");
+#endif
+  return out;
+}
+
+template <class F>
+void resolve(void* lib, const char* name, F& fn, const std::string& path) {
+  fn = reinterpret_cast<F>(::dlsym(lib, name));
+  if (fn == nullptr) throw Error("SentencePiece shim " + path + " lacks symbol " + name);
+}
+
+// RTLD_DEEPBIND makes the shim's libraries see libstdc++'s and libc's own copies of their data.
+// An executable built as non-PIC/PIE code may have copy-relocated that data (std::cout,
+// __libc_single_threaded) into itself; the two copies would then diverge and crash. Refuse
+// clearly instead.
+void check_no_copy_relocations() {
+  const std::pair<const char*, std::pair<const char*, const void*>> probes[] = {
+      {"libstdc++.so.6", {"_ZSt4cout", static_cast<const void*>(&std::cout)}},
+      {"libc.so.6", {"stderr", static_cast<const void*>(&stderr)}}};
+  for (const auto& [lib_name, probe] : probes) {
+    void* lib = ::dlopen(lib_name, RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) continue;
+    const void* original = ::dlsym(lib, probe.first);
+    ::dlclose(lib);
+    if (original != nullptr && original != probe.second)
+      throw Error(std::string("this executable copy-relocates ") + probe.first + " from " +
+                  lib_name + ", which breaks the SentencePiece shim; build it with -fPIC "
+                  "(see nmt_no_copy_relocations in CMakeLists.txt)");
+  }
+}
+
+const Shim& shim() {
+  static std::once_flag once;
+  static Shim s;
+  static std::string load_error;
+  std::call_once(once, [] {
+    try {
+      check_no_copy_relocations();
+    } catch (const Error& e) {
+      load_error = e.what();
+      return;
+    }
+    std::string tried;
+    for (const auto& path : candidate_paths()) {
+      if (!std::filesystem::exists(path)) {
+        tried += "\n  " + path + " (missing)";
+        continue;
+      }
+      // RTLD_DEEPBIND: SentencePiece's own protobuf wins inside the shim's scope.
+      void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (lib == nullptr) {
+        tried += "\n  " + path + " (" + ::dlerror() + ")";
+        continue;
+      }
+      try {
+        s.path = path;
+        resolve(lib, "nmt_spm_last_error", s.last_error, path);
+        resolve(lib, "nmt_spm_free_buffer", s.free_buffer, path);
+        resolve(lib, "nmt_spm_load", s.load, path);
+        resolve(lib, "nmt_spm_free", s.free_model, path);
+        resolve(lib, "nmt_spm_piece_size", s.piece_size, path);
+        resolve(lib, "nmt_spm_special_id", s.special_id, path);
+        resolve(lib, "nmt_spm_encode", s.encode, path);
+        resolve(lib, "nmt_spm_decode", s.decode, path);
+        resolve(lib, "nmt_spm_id_to_piece", s.id_to_piece, path);
+        resolve(lib, "nmt_spm_train", s.train, path);
+        return;
+      } catch (const Error& e) {
+        tried += std::string("\n  ") + e.what();
+        s.path.clear();
+      }
+    }
+    load_error = "cannot load the SentencePiece shim libnmt_spm.so; tried:" + tried +
+                 "\nset NMT_SPM_SHIM to its path";
+  });
+  if (s.path.empty()) throw Error(load_error);
+  return s;
+}
+
+std::string take_string(char* buf, size_t len) {
+  std::string out(buf, len);
+  shim().free_buffer(buf);
+  return out;
+}
+
+}  // namespace
+
+std::string spm_shim_path() { return shim().path; }
+
+SentencePiece SentencePiece::from_bytes(std::string bytes, const std::string& origin) {
+  const Shim& s = shim();
+  void* raw = s.load(bytes.data(), bytes.size());
+  if (raw == nullptr)
+    throw Error("invalid SentencePiece model " + origin + ": " + s.last_error());
+  SentencePiece sp;
+  sp.handle_ = std::shared_ptr<void>(raw, [](void* h) { shim().free_model(h); });
+  sp.bytes_ = std::move(bytes);
+  sp.size_ = s.piece_size(raw);
+  const int want[4] = {kPadId, kUnkId, kBosId, kEosId};
+  const char* names[4] = {"pad", "unk", "bos", "eos"};
+  for (int k = 0; k < 4; ++k) {
+    if (s.special_id(raw, k) != want[k])
+      throw Error("SentencePiece model " + origin + " has " + names[k] + "_id " +
+                  std::to_string(s.special_id(raw, k)) + ", nmt needs " + std::to_string(want[k]) +
+                  " (train it with --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3)");
+  }
+  return sp;
+}
+
+SentencePiece SentencePiece::from_file(const std::string& path) {
+  if (!file_exists(path)) throw Error("SentencePiece model not found: " + path);
+  return from_bytes(read_file(path), path);
+}
+
+std::string SentencePiece::train(const SpmTrainOptions& o) {
+  if (o.inputs.empty()) throw Error("SentencePiece training needs at least one input file");
+  std::string inputs;
+  for (const auto& in : o.inputs) {
+    if (in.find(',') != std::string::npos || in.find(' ') != std::string::npos)
+      throw Error("SentencePiece input path must not contain ',' or ' ': " + in);
+    inputs += (inputs.empty() ? "" : ",") + in;
+  }
+  if (o.model_prefix.find(' ') != std::string::npos)
+    throw Error("SentencePiece model path must not contain ' ': " + o.model_prefix);
+  std::ostringstream args;
+  args << "--input=" << inputs << " --model_prefix=" << o.model_prefix
+       << " --vocab_size=" << o.vocab_size << " --model_type=" << o.model_type
+       << " --character_coverage=" << o.character_coverage
+       << " --input_sentence_size=" << o.input_sentence_size
+       << " --shuffle_input_sentence=true --hard_vocab_limit=false"
+       << " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --minloglevel=1"
+       << " --num_threads=" << std::max(1, o.threads);
+  const Shim& s = shim();
+  if (s.train(args.str().c_str()) != 0)
+    throw Error("SentencePiece training failed: " + std::string(s.last_error()));
+  return o.model_prefix + ".model";
+}
+
+std::vector<int> SentencePiece::encode(std::string_view text) const {
+  int* ids = nullptr;
+  size_t n = 0;
+  if (shim().encode(handle_.get(), text.data(), text.size(), &ids, &n) != 0)
+    throw Error("SentencePiece encode failed: " + std::string(shim().last_error()));
+  std::vector<int> out(ids, ids + n);
+  shim().free_buffer(ids);
+  return out;
+}
+
+std::string SentencePiece::decode(const std::vector<int>& ids) const {
+  char* text = nullptr;
+  size_t len = 0;
+  if (shim().decode(handle_.get(), ids.data(), ids.size(), &text, &len) != 0)
+    throw Error("SentencePiece decode failed: " + std::string(shim().last_error()));
+  return take_string(text, len);
+}
+
+std::string SentencePiece::piece(int id) const {
+  char* text = nullptr;
+  size_t len = 0;
+  if (shim().id_to_piece(handle_.get(), id, &text, &len) != 0)
+    throw Error("SentencePiece piece lookup failed: " + std::string(shim().last_error()));
+  return take_string(text, len);
+}
+
+}  // namespace nmt

@@ -1,0 +1,52 @@
+// SentencePiece behind a dlopen'ed shim (see spm_shim.cpp for why).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nmt {
+
+// Special ids every vocabulary of ours uses; SentencePiece models are trained with them.
+constexpr int kPadId = 0;
+constexpr int kUnkId = 1;
+constexpr int kBosId = 2;
+constexpr int kEosId = 3;
+
+struct SpmTrainOptions {
+  std::vector<std::string> inputs;  // text files, one sentence a line
+  std::string model_prefix;         // writes PREFIX.model and PREFIX.vocab
+  int64_t vocab_size = 8000;
+  std::string model_type = "unigram";
+  double character_coverage = 1.0;
+  int64_t input_sentence_size = 2000000;
+  int threads = 1;
+};
+
+class SentencePiece {
+ public:
+  SentencePiece() = default;  // empty; only from_bytes/from_file give a usable model
+  // From the bytes of a .model file; throws Error if invalid or if it lacks our special ids.
+  static SentencePiece from_bytes(std::string bytes, const std::string& origin = "model");
+  static SentencePiece from_file(const std::string& path);
+  // Trains a model with pad=0 unk=1 bos=2 eos=3; returns PREFIX.model's path.
+  static std::string train(const SpmTrainOptions& options);
+
+  std::vector<int> encode(std::string_view text) const;
+  std::string decode(const std::vector<int>& ids) const;
+  std::string piece(int id) const;
+  int size() const { return size_; }
+  // The serialized model, to store in checkpoints.
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  std::shared_ptr<void> handle_;
+  std::string bytes_;
+  int size_ = 0;
+};
+
+// Where the shim was loaded from (for diagnostics).
+std::string spm_shim_path();
+
+}  // namespace nmt

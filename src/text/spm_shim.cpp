@@ -1,0 +1,123 @@
+// The only translation unit that touches SentencePiece. It is built as libnmt_spm.so and opened
+// with dlopen(RTLD_LOCAL | RTLD_DEEPBIND): SentencePiece's private protobuf then binds inside this
+// object's scope and never meets LibTorch's protobuf. Only a C ABI crosses the boundary, and no
+// exception escapes it.
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define NMT_SPM_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+thread_local std::string g_error;
+
+int fail(const std::string& message) {
+  g_error = message;
+  return -1;
+}
+
+char* copy_out(const std::string& s, size_t* len) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out == nullptr) return nullptr;
+  std::memcpy(out, s.data(), s.size());
+  out[s.size()] = '\0';
+  *len = s.size();
+  return out;
+}
+}  // namespace
+
+NMT_SPM_API const char* nmt_spm_last_error() { return g_error.c_str(); }
+
+NMT_SPM_API void nmt_spm_free_buffer(void* p) { std::free(p); }
+
+NMT_SPM_API void* nmt_spm_load(const char* data, size_t len) {
+  try {
+    auto* sp = new sentencepiece::SentencePieceProcessor();
+    const auto status = sp->LoadFromSerializedProto(std::string(data, len));
+    if (!status.ok()) {
+      delete sp;
+      fail(status.ToString());
+      return nullptr;
+    }
+    return sp;
+  } catch (const std::exception& e) {
+    fail(e.what());
+    return nullptr;
+  }
+}
+
+NMT_SPM_API void nmt_spm_free(void* handle) {
+  delete static_cast<sentencepiece::SentencePieceProcessor*>(handle);
+}
+
+NMT_SPM_API int nmt_spm_piece_size(const void* handle) {
+  return static_cast<const sentencepiece::SentencePieceProcessor*>(handle)->GetPieceSize();
+}
+
+// which: 0 pad, 1 unk, 2 bos, 3 eos.
+NMT_SPM_API int nmt_spm_special_id(const void* handle, int which) {
+  const auto* sp = static_cast<const sentencepiece::SentencePieceProcessor*>(handle);
+  switch (which) {
+    case 0: return sp->pad_id();
+    case 1: return sp->unk_id();
+    case 2: return sp->bos_id();
+    case 3: return sp->eos_id();
+    default: return -1;
+  }
+}
+
+NMT_SPM_API int nmt_spm_encode(const void* handle, const char* text, size_t len, int** ids,
+                               size_t* n) {
+  try {
+    const auto* sp = static_cast<const sentencepiece::SentencePieceProcessor*>(handle);
+    std::vector<int> out;
+    const auto status = sp->Encode(absl::string_view(text, len), &out);
+    if (!status.ok()) return fail(status.ToString());
+    *n = out.size();
+    *ids = static_cast<int*>(std::malloc(sizeof(int) * (out.empty() ? 1 : out.size())));
+    if (*ids == nullptr) return fail("out of memory");
+    if (!out.empty()) std::memcpy(*ids, out.data(), sizeof(int) * out.size());
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
+NMT_SPM_API int nmt_spm_decode(const void* handle, const int* ids, size_t n, char** text,
+                               size_t* len) {
+  try {
+    const auto* sp = static_cast<const sentencepiece::SentencePieceProcessor*>(handle);
+    std::string out;
+    const auto status = sp->Decode(std::vector<int>(ids, ids + n), &out);
+    if (!status.ok()) return fail(status.ToString());
+    *text = copy_out(out, len);
+    return *text == nullptr ? fail("out of memory") : 0;
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
+NMT_SPM_API int nmt_spm_id_to_piece(const void* handle, int id, char** text, size_t* len) {
+  try {
+    const auto* sp = static_cast<const sentencepiece::SentencePieceProcessor*>(handle);
+    if (id < 0 || id >= sp->GetPieceSize()) return fail("piece id out of range");
+    *text = copy_out(sp->IdToPiece(id), len);
+    return *text == nullptr ? fail("out of memory") : 0;
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
+// args: SentencePiece trainer flags ("--input=... --model_prefix=..."). Writes PREFIX.model.
+NMT_SPM_API int nmt_spm_train(const char* args) {
+  try {
+    const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+    return status.ok() ? 0 : fail(status.ToString());
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}

@@ -1,0 +1,374 @@
+#include "train/trainer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "ckpt/checkpoint.h"
+#include "data/batching.h"
+#include "data/corpus.h"
+#include "data/tensors.h"
+#include "model/transformer.h"
+#include "train/loss.h"
+#include "train/noam.h"
+#include "util/log.h"
+#include "util/util.h"
+
+namespace nmt {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Trains a vocabulary from the valid lines of the given files into PREFIX.model.
+SentencePiece train_vocab(const Config& c, const std::vector<std::string>& files,
+                          const std::string& prefix) {
+  const std::string text = prefix + ".train.txt";
+  const int64_t lines = write_clean_lines(files, text);
+  spdlog::info("training SentencePiece {} vocabulary of {} on {} lines -> {}.model",
+               c.vocab.model_type, c.vocab.size, lines, prefix);
+  SpmTrainOptions o;
+  o.inputs = {text};
+  o.model_prefix = prefix;
+  o.vocab_size = c.vocab.size;
+  o.model_type = c.vocab.model_type;
+  o.character_coverage = c.vocab.character_coverage;
+  o.input_sentence_size = c.vocab.input_sentence_size;
+  o.threads = effective_threads(c);
+  const std::string model_path = SentencePiece::train(o);
+  fs::remove(text);
+  return SentencePiece::from_file(model_path);
+}
+
+Vocabs prepare_vocabs(const Config& c, const std::string& run_dir) {
+  if (c.vocab.joint) {
+    auto sp = c.vocab.model.empty()
+                  ? train_vocab(c, {c.data.train_src, c.data.train_tgt}, run_dir + "/spm")
+                  : SentencePiece::from_file(c.vocab.model);
+    return Vocabs{sp, sp, true};
+  }
+  auto src = c.vocab.src_model.empty() ? train_vocab(c, {c.data.train_src}, run_dir + "/spm.src")
+                                       : SentencePiece::from_file(c.vocab.src_model);
+  auto tgt = c.vocab.tgt_model.empty() ? train_vocab(c, {c.data.train_tgt}, run_dir + "/spm.tgt")
+                                       : SentencePiece::from_file(c.vocab.tgt_model);
+  return Vocabs{src, tgt, false};
+}
+
+// Walks the epochs' batch plans; its position is part of the checkpoint.
+class BatchStream {
+ public:
+  BatchStream(const Corpus& corpus, int64_t batch_tokens, uint64_t seed)
+      : batch_tokens_(batch_tokens), seed_(seed) {
+    for (size_t i = 0; i < corpus.size(); ++i) {
+      src_lens_.push_back(static_cast<int64_t>(corpus.src[i].size()));
+      tgt_lens_.push_back(static_cast<int64_t>(corpus.tgt[i].size()));
+    }
+  }
+
+  void seek(int64_t epoch, int64_t batch_in_epoch) {
+    epoch_ = epoch;
+    plan_ = make_batches(src_lens_, tgt_lens_, batch_tokens_, epoch_seed(seed_, epoch_));
+    if (batch_in_epoch < 0 || batch_in_epoch > static_cast<int64_t>(plan_.size()))
+      throw Error("checkpoint data position " + std::to_string(batch_in_epoch) +
+                  " is outside epoch " + std::to_string(epoch) + " (" +
+                  std::to_string(plan_.size()) + " batches): was the training data changed?");
+    next_ = batch_in_epoch;
+  }
+
+  // Moves to the next epoch when the current one is used up.
+  void roll_over() {
+    if (next_ >= static_cast<int64_t>(plan_.size())) seek(epoch_ + 1, 0);
+  }
+
+  const std::vector<int64_t>& take() { return plan_[next_++]; }
+  int64_t epoch() const { return epoch_; }
+  int64_t position() const { return next_; }
+  int64_t batches_per_epoch() const { return static_cast<int64_t>(plan_.size()); }
+
+ private:
+  std::vector<int64_t> src_lens_, tgt_lens_;
+  int64_t batch_tokens_;
+  uint64_t seed_;
+  int64_t epoch_ = 0;
+  int64_t next_ = 0;
+  std::vector<std::vector<int64_t>> plan_;
+};
+
+struct ValidResult {
+  double nll_per_token = 0;
+  double ppl = 0;
+  int64_t tokens = 0;
+};
+
+ValidResult validate(Transformer& model, const Corpus& corpus, int64_t batch_tokens) {
+  model->eval();
+  torch::NoGradGuard no_grad;
+  std::vector<int64_t> sl, tl;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    sl.push_back(static_cast<int64_t>(corpus.src[i].size()));
+    tl.push_back(static_cast<int64_t>(corpus.tgt[i].size()));
+  }
+  double nll = 0;
+  int64_t tokens = 0;
+  for (const auto& rows : make_batches(sl, tl, batch_tokens, 0)) {
+    const auto b = make_tensor_batch(corpus, rows);
+    auto logits = model->forward(b.src, b.tgt_in);
+    auto sums = label_smoothed_loss(logits.view({-1, logits.size(-1)}), b.tgt_out.view(-1), 0.0,
+                                    kPadId);
+    nll += sums.nll.item<double>();
+    tokens += sums.tokens;
+  }
+  model->train();
+  ValidResult r;
+  r.tokens = tokens;
+  r.nll_per_token = tokens > 0 ? nll / static_cast<double>(tokens) : 0.0;
+  r.ppl = std::exp(r.nll_per_token);
+  return r;
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<int64_t>(seconds + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  return buf;
+}
+
+void log_corpus(const char* name, const CorpusStats& s) {
+  spdlog::info("{} data: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8",
+               name, s.total, s.kept, s.empty, s.too_long, s.invalid_utf8);
+}
+
+// The one place where the step's gradients are complete before clipping and the update.
+// Data-parallel training will all-reduce them here.
+void gradients_ready(torch::nn::Module& /*model*/) {}
+
+// Refuses to resume when the model or vocabulary changed under the run directory.
+void check_resume_compatible(const Config& now, const Config& saved) {
+  if (config_to_json(Config{{}, {}, now.model, {}, {}}) !=
+      config_to_json(Config{{}, {}, saved.model, {}, {}}))
+    throw Error("--resume: the model section differs from the checkpoint's; use a new --run-dir");
+  if (now.vocab.joint != saved.vocab.joint)
+    throw Error("--resume: vocab.joint differs from the checkpoint's; use a new --run-dir");
+}
+
+}  // namespace
+
+void train(const Config& config, const TrainOptions& options) {
+  const std::string& run_dir = options.run_dir;
+  const bool main_process = is_main_process();
+  if (main_process) fs::create_directories(run_dir);
+  if (main_process) setup_logging(run_dir + "/train.log");
+  const int threads = effective_threads(config);
+  torch::set_num_threads(threads);
+  spdlog::info("nmt train: run dir {}, {} threads", run_dir, threads);
+
+  std::optional<std::string> resume_from;
+  if (options.resume) {
+    if (const int n = remove_partial_checkpoints(run_dir); n > 0)
+      spdlog::warn("removed {} incomplete checkpoint director{} left by an interrupted save", n,
+                   n == 1 ? "y" : "ies");
+    const auto all = list_checkpoints(run_dir);
+    if (all.empty()) throw Error("--resume: no complete checkpoint in " + run_dir + "/checkpoints");
+    resume_from = all.back();
+    check_resume_compatible(config, read_checkpoint_config(*resume_from));
+  } else if (!list_checkpoints(run_dir).empty()) {
+    throw Error(run_dir + " already holds checkpoints: pass --resume to continue, or use a new --run-dir");
+  }
+
+  const Vocabs vocabs = resume_from ? read_checkpoint_vocabs(*resume_from, config.vocab.joint)
+                                    : prepare_vocabs(config, run_dir);
+  if (main_process) {
+    write_file_atomic(run_dir + "/config.json", config_to_json(config) + "\n");
+    write_vocabs(run_dir, vocabs);
+  }
+
+  CorpusStats stats;
+  const Corpus corpus = load_corpus(config.data.train_src, config.data.train_tgt, vocabs.src,
+                                    vocabs.tgt, config.data.max_len, &stats);
+  log_corpus("training", stats);
+  if (corpus.size() == 0) throw Error("no training pairs left after filtering " + config.data.train_src);
+  Corpus valid;
+  if (!config.data.valid_src.empty()) {
+    valid = load_corpus(config.data.valid_src, config.data.valid_tgt, vocabs.src, vocabs.tgt,
+                        config.model.max_positions - 2, &stats);
+    log_corpus("validation", stats);
+  }
+
+  torch::manual_seed(static_cast<uint64_t>(config.train.seed));
+  Transformer model(config.model, vocabs.src.size(), vocabs.tgt.size());
+  int64_t n_params = 0;
+  for (const auto& p : model->parameters()) n_params += p.numel();
+  spdlog::info("model: {} parameters, vocab {} / {}", n_params, vocabs.src.size(), vocabs.tgt.size());
+  torch::optim::Adam optimizer(
+      model->parameters(),
+      torch::optim::AdamOptions(1.0)
+          .betas({config.train.adam_beta1, config.train.adam_beta2})
+          .eps(config.train.adam_eps));
+
+  TrainerState state;
+  if (resume_from) {
+    state = load_training_state(*resume_from, model, optimizer);
+    spdlog::info("resumed from {} at step {}, epoch {}, batch {}", *resume_from, state.step,
+                 state.epoch + 1, state.batch_in_epoch);
+  }
+  BatchStream stream(corpus, config.train.batch_tokens, static_cast<uint64_t>(config.train.seed));
+  stream.seek(state.epoch, state.batch_in_epoch);
+  spdlog::info("{} batches per epoch of <= {} tokens", stream.batches_per_epoch(),
+               config.train.batch_tokens);
+
+  std::ofstream metrics;
+  if (main_process) {
+    metrics.open(run_dir + "/metrics.jsonl", std::ios::app);
+    if (!metrics) throw Error("cannot write " + run_dir + "/metrics.jsonl");
+  }
+  auto write_metrics = [&](const json& row) {
+    if (!main_process) return;
+    metrics << row.dump() << '\n';
+    metrics.flush();
+  };
+
+  const auto& tc = config.train;
+  auto done = [&] {
+    if (tc.max_steps > 0 && state.step >= tc.max_steps) return true;
+    stream.roll_over();
+    return tc.max_epochs > 0 && stream.epoch() >= tc.max_epochs;
+  };
+  // Steps left, for the ETA.
+  auto steps_left = [&]() -> double {
+    double left = std::numeric_limits<double>::infinity();
+    if (tc.max_steps > 0) left = static_cast<double>(tc.max_steps - state.step);
+    if (tc.max_epochs > 0) {
+      const double batches = static_cast<double>((tc.max_epochs - stream.epoch()) *
+                                                     stream.batches_per_epoch() -
+                                                 stream.position());
+      left = std::min(left, batches / static_cast<double>(tc.accum_steps));
+    }
+    return left;
+  };
+
+  model->train();
+  const auto session_start = Clock::now();
+  const double elapsed_before = state.elapsed_s;
+  auto elapsed = [&] {
+    return elapsed_before + std::chrono::duration<double>(Clock::now() - session_start).count();
+  };
+  auto interval_start = Clock::now();
+  int64_t interval_tokens = 0, interval_steps = 0;
+  double interval_loss = 0, interval_nll = 0, last_lr = 0, last_grad_norm = 0;
+  int64_t last_saved_step = resume_from ? state.step : -1;
+  const auto params = model->parameters();
+
+  auto save = [&] {
+    state.epoch = stream.epoch();
+    state.batch_in_epoch = stream.position();
+    state.elapsed_s = elapsed();
+    const auto path = save_checkpoint(run_dir, config, vocabs, model, optimizer, state, tc.keep_last);
+    last_saved_step = state.step;
+    clear_progress();
+    spdlog::info("saved checkpoint {}", path);
+  };
+  auto run_validation = [&] {
+    if (valid.size() == 0) return;
+    const auto r = validate(model, valid, config.train.batch_tokens);
+    clear_progress();
+    spdlog::info("validation at step {}: nll {:.4f}, ppl {:.2f} ({} tokens)", state.step,
+                 r.nll_per_token, r.ppl, r.tokens);
+    write_metrics({{"step", state.step}, {"valid_loss", r.nll_per_token}, {"valid_ppl", r.ppl},
+                   {"valid_tokens", r.tokens}});
+  };
+
+  while (!done()) {
+    // Gather this step's batches first: the loss is normalised by their total target tokens.
+    std::vector<TensorBatch> batches;
+    int64_t step_tokens = 0;
+    for (int64_t k = 0; k < tc.accum_steps; ++k) {
+      stream.roll_over();
+      if (k > 0 && tc.max_epochs > 0 && stream.epoch() >= tc.max_epochs) break;
+      batches.push_back(make_tensor_batch(corpus, stream.take()));
+      step_tokens += batches.back().tgt_tokens;
+    }
+
+    const double lr = noam_lr(state.step + 1, config.model.d_model, tc.warmup_steps, tc.lr_factor);
+    for (auto& group : optimizer.param_groups())
+      static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+    optimizer.zero_grad();
+    double step_loss = 0, step_nll = 0;
+    for (const auto& b : batches) {
+      const auto enc = model->encode(b.src);
+      const auto hidden = model->decode(b.tgt_in, enc);
+      // Project only real target positions: padding never reaches the vocabulary matmul.
+      const auto keep = b.tgt_out.ne(kPadId);
+      const auto logits = model->project(hidden.index({keep}));
+      auto sums = label_smoothed_loss(logits, b.tgt_out.index({keep}), tc.label_smoothing, kPadId);
+      (sums.loss / static_cast<double>(step_tokens)).backward();
+      step_loss += sums.loss.item<double>();
+      step_nll += sums.nll.item<double>();
+    }
+    gradients_ready(*model);
+    double grad_norm;
+    if (tc.clip_norm > 0) {
+      grad_norm = torch::nn::utils::clip_grad_norm_(params, tc.clip_norm);
+    } else {
+      double sq = 0;
+      for (const auto& p : params)
+        if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+      grad_norm = std::sqrt(sq);
+    }
+    optimizer.step();
+    ++state.step;
+    state.tgt_tokens += step_tokens;
+    interval_tokens += step_tokens;
+    interval_loss += step_loss;
+    interval_nll += step_nll;
+    ++interval_steps;
+    last_lr = lr;
+    last_grad_norm = grad_norm;
+
+    const double step_avg = elapsed() / std::max<double>(1.0, static_cast<double>(state.step));
+    if (stderr_is_tty()) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "step %lld | epoch %lld | loss %.3f | lr %.2e | ETA %s",
+                    static_cast<long long>(state.step), static_cast<long long>(stream.epoch() + 1),
+                    step_loss / std::max<int64_t>(1, step_tokens), lr,
+                    format_duration(steps_left() * step_avg).c_str());
+      show_progress(buf);
+    }
+
+    if (state.step % tc.log_every == 0) {
+      const double secs = std::chrono::duration<double>(Clock::now() - interval_start).count();
+      const double tok = static_cast<double>(std::max<int64_t>(1, interval_tokens));
+      const double loss = interval_loss / tok, ppl = std::exp(interval_nll / tok);
+      const double rate = static_cast<double>(interval_tokens) / std::max(secs, 1e-9);
+      clear_progress();
+      spdlog::info("step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | {:.0f} tgt tok/s | "
+                   "elapsed {} | ETA {}",
+                   state.step, stream.epoch() + 1, loss, ppl, lr, rate, format_duration(elapsed()),
+                   format_duration(steps_left() * step_avg));
+      write_metrics({{"step", state.step}, {"epoch", stream.epoch() + 1}, {"loss", loss},
+                     {"ppl", ppl}, {"lr", last_lr}, {"grad_norm", last_grad_norm},
+                     {"tgt_tokens", interval_tokens}, {"tok_per_s", rate},
+                     {"elapsed_s", elapsed()}});
+      interval_start = Clock::now();
+      interval_tokens = interval_steps = 0;
+      interval_loss = interval_nll = 0;
+    }
+    if (tc.valid_every > 0 && state.step % tc.valid_every == 0) run_validation();
+    if (state.step % tc.save_every == 0) save();
+  }
+  clear_progress();
+  if (tc.valid_every == 0 || state.step % tc.valid_every != 0) run_validation();
+  if (last_saved_step != state.step) save();
+  spdlog::info("training done: {} steps, {} target tokens, {}", state.step, state.tgt_tokens,
+               format_duration(elapsed()));
+}
+
+}  // namespace nmt

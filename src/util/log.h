@@ -1,0 +1,18 @@
+// Logging set-up (spdlog) and a live progress line for terminals.
+#pragma once
+
+#include <string>
+
+namespace nmt {
+
+// Logs go to stderr; with a file path they are also appended there.
+void setup_logging(const std::string& log_file = "", bool verbose = false);
+
+// True when stderr is a terminal: progress is then redrawn in place.
+bool stderr_is_tty();
+
+// Redraws one status line on a terminal (no-op otherwise). Call clear_progress() before logging.
+void show_progress(const std::string& text);
+void clear_progress();
+
+}  // namespace nmt

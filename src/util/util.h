@@ -1,0 +1,51 @@
+// Small, dependency-free helpers shared by every layer: errors, text, files.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nmt {
+
+// Every user-facing failure is an Error; main catches it once and exits non-zero.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// True when s is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
+bool is_valid_utf8(std::string_view s);
+// Replaces each invalid UTF-8 sequence and each NUL byte with U+FFFD; counts replacements.
+std::string sanitize_utf8(std::string_view s, int64_t* replaced = nullptr);
+
+// Levenshtein distance, for "did you mean" suggestions.
+size_t edit_distance(std::string_view a, std::string_view b);
+// The candidate closest to word, or "" when none is within a third of its length (at least 2).
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+std::string trim(std::string_view s);
+std::vector<std::string> split(std::string_view s, char sep);
+// Drops one trailing '\r' so CRLF files read like LF files.
+void chomp_cr(std::string& line);
+
+bool file_exists(const std::string& path);
+std::string read_file(const std::string& path);
+std::vector<std::string> read_lines(const std::string& path);
+int64_t count_lines(const std::string& path);
+// Writes to PATH.tmp-PID, fsyncs, then renames over PATH: readers see the old or the new file.
+void write_file_atomic(const std::string& path, std::string_view content);
+// fsync a directory so a rename inside it is durable.
+void fsync_dir(const std::string& path);
+
+// Number of hardware threads (at least 1).
+int hardware_threads();
+
+}  // namespace nmt
+
+namespace nmt {
+// This process's rank under a torchrun-style launch (RANK), 0 otherwise. Only rank 0 writes files.
+int process_rank();
+inline bool is_main_process() { return process_rank() == 0; }
+}  // namespace nmt

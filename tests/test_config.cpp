@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+#include "helpers.h"
+#include "util/util.h"
+
+using namespace nmt;
+
+namespace {
+// The error message parse_config gives, or "" when it accepts the input.
+std::string error_of(const std::string& json, const std::vector<std::string>& sets = {}) {
+  try {
+    parse_config(json, sets, "test.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+const char* kMinimal = R"({"train": {"max_steps": 10}})";
+}  // namespace
+
+TEST(Config, DefaultsAndOverridesApply) {
+  const Config c = parse_config(R"({"model": {"d_model": 256, "heads": 4}, "train": {"max_steps": 7}})",
+                                {"train.seed=42", "model.norm=pre", "train.lr_factor=2"});
+  EXPECT_EQ(c.model.d_model, 256);
+  EXPECT_EQ(c.model.heads, 4);
+  EXPECT_EQ(c.train.max_steps, 7);
+  EXPECT_EQ(c.train.seed, 42);
+  EXPECT_EQ(c.model.norm, "pre");
+  EXPECT_DOUBLE_EQ(c.train.lr_factor, 2.0);
+  EXPECT_EQ(c.train.accum_steps, 1);  // a default
+}
+
+TEST(Config, InvalidJsonGivesLineAndColumn) {
+  const auto msg = error_of("{\n  \"train\": {\n    \"max_steps\": 10,\n  }\n}");
+  EXPECT_NE(msg.find("test.json:4:3: invalid JSON"), std::string::npos) << msg;
+}
+
+TEST(Config, UnknownKeySuggestsTheClosest) {
+  EXPECT_EQ(error_of(R"({"train": {"max_step": 10}})"),
+            "train.max_step: unknown key (did you mean \"train.max_steps\"?)");
+  EXPECT_EQ(error_of(R"({"trian": {"max_steps": 10}})"),
+            "trian: unknown key (did you mean \"train\"?)");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10, "colour": 1}})"), "train.colour: unknown key");
+}
+
+TEST(Config, WrongTypesNameThePath) {
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": "ten"}})"),
+            "train.max_steps: expected an integer, got string \"ten\"");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10.5}})"),
+            "train.max_steps: expected an integer, got 10.5");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "model": {"dropout": "x"}})"),
+            "model.dropout: expected a number, got string \"x\"");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "vocab": {"joint": 1}})"),
+            "vocab.joint: expected a boolean, got integer 1");
+  EXPECT_EQ(error_of(R"({"train": 5})"), "train: expected an object, got integer 5");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 99999999999999999999}})"),
+            "train.max_steps: expected an integer, got 1e+20");
+}
+
+TEST(Config, OutOfRangeValues) {
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "model": {"d_model": 512, "heads": 3}})"),
+            "model.heads: 3 does not divide model.d_model 512");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": -1}})"), "train.max_steps: must be >= 0, got -1");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "model": {"dropout": 1.5}})"),
+            "model.dropout: must be in [0, 1), got 1.5");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "model": {"norm": "middle"}})"),
+            "model.norm: must be one of \"post\", \"pre\", got \"middle\"");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 0, "max_epochs": 0}})"),
+            "train.max_steps: set train.max_steps or train.max_epochs (both are 0)");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "vocab": {"joint": false}})"),
+            "model.tie_embeddings: \"all\" needs vocab.joint = true");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10, "batch_tokens": 100}, "data": {"max_len": 100}})"),
+            "train.batch_tokens: must exceed data.max_len (100) so every kept pair fits in a batch, "
+            "got 100");
+}
+
+TEST(Config, OverridesUseTheSameValidation) {
+  EXPECT_EQ(error_of(kMinimal, {"train.max_stepz=5"}),
+            "train.max_stepz: unknown key (did you mean \"train.max_steps\"?)");
+  EXPECT_EQ(error_of(kMinimal, {"model.heads=7"}), "model.heads: 7 does not divide model.d_model 512");
+  EXPECT_EQ(error_of(kMinimal, {"train.max_steps=abc"}),
+            "train.max_steps: expected an integer, got string \"abc\"");
+  EXPECT_EQ(error_of(kMinimal, {"no_equals_sign"}), "--set no_equals_sign: expected key.path=value");
+  EXPECT_EQ(error_of(kMinimal, {"data.train_src=corpus.en"}), "");
+}
+
+TEST(Config, MissingDataFileAndLineCountMismatch) {
+  nmt_test::TempDir dir;
+  nmt_test::write_text(dir / "a.en", "one\ntwo\nthree\n");
+  nmt_test::write_text(dir / "a.de", "eins\nzwei\n");
+  Config c = parse_config(kMinimal);
+  c.data.valid_src = c.data.valid_tgt = "";
+  c.data.train_src = dir / "missing.en";
+  c.data.train_tgt = dir / "a.de";
+  try {
+    validate_data_files(c);
+    FAIL() << "missing file accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "data.train_src: file not found: " + (dir / "missing.en"));
+  }
+  c.data.train_src = dir / "a.en";
+  try {
+    validate_data_files(c);
+    FAIL() << "line count mismatch accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "data.train_tgt: line counts differ: " + (dir / "a.en") +
+                                         " has 3 lines, " + (dir / "a.de") + " has 2");
+  }
+}
+
+TEST(Config, DumpRoundTripsEveryKey) {
+  const Config c = parse_config(kMinimal, {"model.positional=learned", "decode.max_len_b=7"});
+  const Config again = parse_config(config_to_json(c));
+  EXPECT_EQ(config_to_json(again), config_to_json(c));
+  EXPECT_EQ(again.model.positional, "learned");
+  EXPECT_EQ(again.decode.max_len_b, 7);
+}
+
+TEST(Config, ShippedConfigsAreValid) {
+  for (const char* name : {"configs/quickstart.json", "configs/multi30k_en_de.json"}) {
+    const Config c = load_config_file(nmt_test::source_dir() + "/" + name);
+    EXPECT_GT(c.train.max_steps + c.train.max_epochs, 0) << name;
+  }
+  const Config m = load_config_file(nmt_test::source_dir() + "/configs/multi30k_en_de.json");
+  EXPECT_EQ(m.model.d_model, 256);
+  EXPECT_EQ(m.model.heads, 4);
+  EXPECT_EQ(m.model.encoder_layers, 3);
+  EXPECT_EQ(m.model.decoder_layers, 3);
+  EXPECT_EQ(m.model.d_ff, 1024);
+  EXPECT_EQ(m.vocab.size, 8000);
+  EXPECT_TRUE(m.vocab.joint);
+  EXPECT_EQ(m.train.batch_tokens, 4096);
+}
+
+TEST(Config, ReferenceDocIsUpToDate) {
+  const std::string doc = nmt_test::read_text(nmt_test::source_dir() + "/docs/config.md");
+  EXPECT_NE(doc.find(config_reference_markdown()), std::string::npos)
+      << "docs/config.md is stale; regenerate the table with `nmt train --print-config-reference`";
+}

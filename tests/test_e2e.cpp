@@ -1,0 +1,144 @@
+// End to end through the nmt binary: a shortened quickstart (train -> checkpoint -> resume ->
+// translate), and the CLI's error paths.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+
+using nlohmann::json;
+using nmt_test::run_command;
+
+namespace {
+std::string nmt() { return "'" + nmt_test::nmt_binary() + "'"; }
+
+// A tiny quickstart: small corpus, small model, one thread.
+std::string train_command(const nmt_test::TempDir& dir, int steps, const std::string& extra = "") {
+  const std::string d = dir / "data";
+  return nmt() + " train --config configs/quickstart.json --run-dir " + (dir / "run") +
+         " --set data.train_src=" + d + "/train.en --set data.train_tgt=" + d + "/train.de" +
+         " --set data.valid_src=" + d + "/valid.en --set data.valid_tgt=" + d + "/valid.de" +
+         " --set vocab.size=80 --set model.d_model=64 --set model.d_ff=128 --set model.heads=2" +
+         " --set train.threads=1 --set train.batch_tokens=1200 --set train.warmup_steps=50" +
+         " --set train.log_every=10 --set train.save_every=30 --set train.valid_every=30" +
+         " --set train.keep_last=2 --set train.max_steps=" + std::to_string(steps) + " " + extra;
+}
+
+std::vector<json> metrics_rows(const std::string& path) {
+  std::vector<json> rows;
+  for (const auto& line : nmt_test::read_lines_of(path)) rows.push_back(json::parse(line));
+  return rows;
+}
+}  // namespace
+
+TEST(EndToEnd, ShortQuickstartTrainsResumesAndTranslates) {
+  nmt_test::TempDir dir;
+  auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
+                         " --train 2000 --valid 40 --test 40");
+  ASSERT_EQ(gen.status, 0) << gen.output;
+
+  auto r = run_command(train_command(dir, 60));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string run = dir / "run";
+  EXPECT_TRUE(std::filesystem::exists(run + "/config.json"));
+  EXPECT_TRUE(std::filesystem::exists(run + "/spm.model"));
+  EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/ckpt-00000030/model.pt"));
+  EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/ckpt-00000060/spm.model"));
+
+  auto rows = metrics_rows(run + "/metrics.jsonl");
+  std::vector<json> train_rows;
+  for (const auto& row : rows)
+    if (row.contains("loss")) train_rows.push_back(row);
+  ASSERT_EQ(train_rows.size(), 6u);
+  for (const auto& row : train_rows) {
+    for (const char* key : {"step", "loss", "lr", "tgt_tokens", "tok_per_s"})
+      EXPECT_TRUE(row.contains(key)) << key << " missing in " << row.dump();
+    EXPECT_GT(row["tgt_tokens"].get<int64_t>(), 0);
+    EXPECT_GT(row["tok_per_s"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(train_rows.front()["step"], 10);
+  EXPECT_LT(train_rows.back()["loss"].get<double>(), train_rows.front()["loss"].get<double>() - 0.5)
+      << "the loss did not fall";
+
+  // Starting again without --resume must not clobber the run.
+  r = run_command(train_command(dir, 60));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--resume"), std::string::npos) << r.output;
+
+  r = run_command(train_command(dir, 90, "--resume"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/ckpt-00000090"));
+  EXPECT_FALSE(std::filesystem::exists(run + "/checkpoints/ckpt-00000030"));  // keep_last = 2
+  rows = metrics_rows(run + "/metrics.jsonl");
+  EXPECT_EQ(rows.back()["step"], 90);
+
+  // Translate from stdin, with an empty line in the middle: one output line per input line.
+  nmt_test::write_text(dir / "in.txt", "forty-two\n\nseven hundred one\n   \nthree\n");
+  r = run_command(nmt() + " translate --checkpoint " + run + " --threads 1 < " + (dir / "in.txt") +
+                  " > " + (dir / "out.txt"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto out = nmt_test::read_lines_of(dir / "out.txt");
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_FALSE(out[0].empty());
+  EXPECT_EQ(out[1], "");
+  EXPECT_FALSE(out[2].empty());
+  EXPECT_EQ(out[3], "");
+
+  // A checkpoint directory works as well as a run directory, with files for input and output.
+  r = run_command(nmt() + " translate --checkpoint " + run + "/checkpoints/ckpt-00000090 --input " +
+                  (dir / "data/test.en") + " --output " + (dir / "test.hyp"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(nmt_test::read_lines_of(dir / "test.hyp").size(), 40u);
+}
+
+TEST(EndToEnd, ConfigErrorsFailFastWithOneLine) {
+  nmt_test::TempDir dir;
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  nmt_test::write_text(dir / "bad.json", "{\"train\": {\"max_steps\": 5,}}");
+  nmt_test::write_text(dir / "a.en", "x\ny\n");
+  nmt_test::write_text(dir / "a.de", "x\n");
+  const std::vector<Case> cases = {
+      {"--config " + (dir / "bad.json"), "bad.json:1:27: invalid JSON"},
+      {"--config configs/quickstart.json --set train.max_stpes=3",
+       "train.max_stpes: unknown key (did you mean \"train.max_steps\"?)"},
+      {"--config configs/quickstart.json --set model.heads=3",
+       "model.heads: 3 does not divide model.d_model 128"},
+      {"--config configs/quickstart.json --set data.train_src=/nonexistent/x.en",
+       "data.train_src: file not found: /nonexistent/x.en"},
+      {"--config configs/quickstart.json --set data.train_src=" + (dir / "a.en") +
+           " --set data.train_tgt=" + (dir / "a.de"),
+       "line counts differ"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command(nmt() + " train --run-dir " + (dir / "run") + " " + c.args);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir / "run/checkpoints")) << "work started: " << c.args;
+  }
+}
+
+TEST(EndToEnd, DumpConfigPrintsTheMergedConfig) {
+  const auto r = run_command(nmt() + " train --config configs/quickstart.json --dump-config "
+                             "--set train.seed=77 2>/dev/null");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto j = json::parse(r.output);
+  EXPECT_EQ(j["train"]["seed"], 77);
+  EXPECT_EQ(j["model"]["d_model"], 128);
+  EXPECT_TRUE(j["decode"].contains("max_len_a"));
+}
+
+TEST(EndToEnd, EveryCommandHasHelp) {
+  for (const char* cmd : {"train", "translate", "eval"}) {
+    const auto r = run_command(nmt() + " " + cmd + " --help");
+    EXPECT_EQ(r.status, 0) << cmd;
+    EXPECT_NE(r.output.find("Usage"), std::string::npos) << cmd;
+  }
+  const auto r = run_command(nmt() + " eval --checkpoint x");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("not available yet"), std::string::npos);
+}

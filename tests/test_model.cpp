@@ -1,0 +1,123 @@
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+#include "model/transformer.h"
+#include "text/spm.h"
+
+using namespace nmt;
+
+namespace {
+ModelConfig tiny(const std::string& norm = "post", const std::string& tie = "all",
+                 const std::string& positional = "sinusoidal") {
+  ModelConfig c;
+  c.d_model = 16;
+  c.heads = 4;
+  c.encoder_layers = 2;
+  c.decoder_layers = 2;
+  c.d_ff = 32;
+  c.dropout = 0.0;
+  c.attention_dropout = 0.0;
+  c.norm = norm;
+  c.tie_embeddings = tie;
+  c.positional = positional;
+  c.max_positions = 32;
+  return c;
+}
+}  // namespace
+
+TEST(Positional, SinusoidalTableHandValues) {
+  const auto t = sinusoidal_table(3, 4);
+  ASSERT_EQ(t.sizes(), (std::vector<int64_t>{3, 4}));
+  // pe[p, 2i] = sin(p / 10000^(2i/4)), pe[p, 2i+1] = cos(...): frequencies 1 and 1/100.
+  const float expected[3][4] = {{0.0f, 1.0f, 0.0f, 1.0f},
+                                {0.84147098f, 0.54030231f, 0.00999983f, 0.99995000f},
+                                {0.90929743f, -0.41614684f, 0.01999867f, 0.99980001f}};
+  for (int p = 0; p < 3; ++p)
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(t[p][k].item<float>(), expected[p][k], 1e-6) << p << "," << k;
+}
+
+TEST(Model, OutputShapeAndParameterSharing) {
+  torch::manual_seed(0);
+  Transformer all(tiny("post", "all"), 50, 50);
+  Transformer dec(tiny("post", "decoder"), 50, 40);
+  Transformer none(tiny("post", "none"), 50, 40);
+  auto count = [](Transformer& m) {
+    int64_t n = 0;
+    for (const auto& p : m->parameters()) n += p.numel();
+    return n;
+  };
+  // Untying adds a target table (40x16), then an output matrix (40x16).
+  EXPECT_EQ(count(dec) - count(all), 40 * 16);
+  EXPECT_EQ(count(none) - count(dec), 40 * 16);
+  const auto src = torch::tensor({5, 6, 7, kEosId, 8, 9, kEosId, kPadId}).view({2, 4});
+  const auto tgt = torch::tensor({kBosId, 10, 11, kBosId, 12, kPadId}).view({2, 3});
+  EXPECT_EQ(none->forward(src, tgt).sizes(), (std::vector<int64_t>{2, 3, 40}));
+}
+
+TEST(Model, XavierInitForMatricesAndScaledEmbeddings) {
+  torch::manual_seed(0);
+  Transformer m(tiny(), 50, 50);
+  for (const auto& p : m->named_parameters()) {
+    if (p.key().find("qkv.weight") != std::string::npos) {
+      const double bound = std::sqrt(6.0 / (16 + 48));
+      EXPECT_LE(p.value().abs().max().item<double>(), bound + 1e-6);
+      EXPECT_GT(p.value().abs().max().item<double>(), 0.8 * bound);
+    }
+    if (p.key().find(".bias") != std::string::npos && p.key().find("norm") == std::string::npos)
+      EXPECT_EQ(p.value().abs().max().item<double>(), 0.0) << p.key();
+  }
+  const auto emb = m->named_parameters()["src_embed.weight"];
+  EXPECT_EQ(emb[kPadId].abs().sum().item<double>(), 0.0);
+  EXPECT_NEAR(emb.slice(0, 1).std().item<double>(), 0.25, 0.05);  // d^-0.5 for d = 16
+}
+
+class ModelVariants : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(ModelVariants, DecoderIsCausal) {
+  torch::manual_seed(1);
+  Transformer m(tiny(std::get<0>(GetParam()), "all", std::get<1>(GetParam())), 30, 30);
+  m->eval();
+  torch::NoGradGuard g;
+  const auto src = torch::tensor({5, 6, 7, kEosId}).view({1, 4});
+  const auto a = m->forward(src, torch::tensor({kBosId, 10, 11, 12}).view({1, 4}));
+  const auto b = m->forward(src, torch::tensor({kBosId, 10, 20, 21}).view({1, 4}));
+  // Positions 0 and 1 see only BOS and token 10: identical.
+  EXPECT_TRUE(torch::allclose(a.slice(1, 0, 2), b.slice(1, 0, 2), 1e-5, 1e-6));
+  EXPECT_FALSE(torch::allclose(a.slice(1, 2, 4), b.slice(1, 2, 4), 1e-5, 1e-6));
+}
+
+TEST_P(ModelVariants, SourcePaddingIsInvisible) {
+  torch::manual_seed(2);
+  Transformer m(tiny(std::get<0>(GetParam()), "all", std::get<1>(GetParam())), 30, 30);
+  m->eval();
+  torch::NoGradGuard g;
+  const auto tgt = torch::tensor({kBosId, 10, 11}).view({1, 3});
+  const auto a = m->forward(torch::tensor({5, 6, kEosId}).view({1, 3}), tgt);
+  const auto b = m->forward(torch::tensor({5, 6, kEosId, kPadId, kPadId}).view({1, 5}), tgt);
+  EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-6));
+}
+
+INSTANTIATE_TEST_SUITE_P(NormAndPositions, ModelVariants,
+                         ::testing::Combine(::testing::Values("post", "pre"),
+                                            ::testing::Values("sinusoidal", "learned")));
+
+TEST(Model, DropoutOnlyInTraining) {
+  torch::manual_seed(3);
+  ModelConfig c = tiny();
+  c.dropout = 0.3;
+  c.attention_dropout = 0.3;
+  Transformer m(c, 30, 30);
+  const auto src = torch::tensor({5, 6, 7, kEosId}).view({1, 4});
+  const auto tgt = torch::tensor({kBosId, 10, 11}).view({1, 3});
+  torch::NoGradGuard g;
+  m->eval();
+  EXPECT_TRUE(torch::equal(m->forward(src, tgt), m->forward(src, tgt)));
+  m->train();
+  EXPECT_FALSE(torch::equal(m->forward(src, tgt), m->forward(src, tgt)));
+}
+
+TEST(Model, RejectsSequencesBeyondThePositionTable) {
+  Transformer m(tiny(), 30, 30);
+  const auto long_src = torch::full({1, 40}, 5, torch::kLong);
+  EXPECT_THROW(m->encode(long_src), std::exception);
+}

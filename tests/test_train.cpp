@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "train/loss.h"
+#include "train/noam.h"
+
+using namespace nmt;
+
+TEST(Noam, HandComputedValues) {
+  // d = 512, warmup = 4000: 512^-0.5 = 0.0441942, 4000^-1.5 = 3.95285e-6.
+  EXPECT_NEAR(noam_lr(1, 512, 4000, 1.0), 1.7469281074e-07, 1e-15);
+  EXPECT_NEAR(noam_lr(100, 512, 4000, 1.0), 1.7469281074e-05, 1e-13);
+  EXPECT_NEAR(noam_lr(4000, 512, 4000, 1.0), 6.9877124297e-04, 1e-12);  // the peak
+  EXPECT_NEAR(noam_lr(16000, 512, 4000, 1.0), 3.4938562148e-04, 1e-12);
+  // factor 2, d = 256, warmup 400 at the peak: 2 * (1/16) * (1/20).
+  EXPECT_NEAR(noam_lr(400, 256, 400, 2.0), 6.25e-03, 1e-12);
+}
+
+TEST(Noam, RisesLinearlyThenDecays) {
+  EXPECT_NEAR(noam_lr(20, 512, 4000, 1.0) / noam_lr(10, 512, 4000, 1.0), 2.0, 1e-9);
+  EXPECT_NEAR(noam_lr(16000, 512, 4000, 1.0) / noam_lr(64000, 512, 4000, 1.0), 2.0, 1e-9);
+  EXPECT_LT(noam_lr(4001, 512, 4000, 1.0), noam_lr(4000, 512, 4000, 1.0));
+}
+
+TEST(LabelSmoothing, HandComputedValues) {
+  // Row 0: uniform logits over V = 4, gold 1 -> every -log p = ln 4, so loss = ln 4.
+  // Row 1: p = (0.1, 0.2, 0.3, 0.4), gold 3 -> nll = -ln 0.4 = 0.916291,
+  //        mean(-log p) = 1.508072, loss = 0.9 * 0.916291 + 0.1 * 1.508072 = 0.975469.
+  // Row 2: target is padding (0) and counts for nothing.
+  const auto logits = torch::tensor({0.0, 0.0, 0.0, 0.0, std::log(1.0), std::log(2.0), std::log(3.0),
+                                     std::log(4.0), 1.0, 2.0, 3.0, 4.0},
+                                    torch::kFloat)
+                          .view({3, 4});
+  const auto target = torch::tensor({1, 3, 0});
+  const auto s = label_smoothed_loss(logits, target, 0.1, 0);
+  EXPECT_EQ(s.tokens, 2);
+  EXPECT_NEAR(s.loss.item<double>(), std::log(4.0) + 0.9754688222, 1e-5);
+  EXPECT_NEAR(s.nll.item<double>(), std::log(4.0) + 0.9162907319, 1e-5);
+  // Without smoothing the loss is the plain NLL.
+  const auto plain = label_smoothed_loss(logits, target, 0.0, 0);
+  EXPECT_NEAR(plain.loss.item<double>(), plain.nll.item<double>(), 1e-6);
+}
+
+TEST(LabelSmoothing, MatchesPyTorchCrossEntropyAndItsGradient) {
+  torch::manual_seed(4);
+  auto logits = torch::randn({6, 9}, torch::requires_grad());
+  const auto target = torch::tensor({3, 0, 8, 1, 0, 5});
+  auto ours = label_smoothed_loss(logits, target, 0.2, 0).loss;
+  auto g1 = torch::autograd::grad({ours}, {logits})[0];
+  auto ref = torch::nn::functional::cross_entropy(
+      logits, target,
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(0).label_smoothing(0.2).reduction(
+          torch::kSum));
+  auto g2 = torch::autograd::grad({ref}, {logits})[0];
+  EXPECT_NEAR(ours.item<double>(), ref.item<double>(), 1e-5);
+  EXPECT_TRUE(torch::allclose(g1, g2, 1e-5, 1e-6));
+}
