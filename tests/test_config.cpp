@@ -20,8 +20,9 @@ const char* kMinimal = R"({"train": {"max_steps": 10}})";
 }  // namespace
 
 TEST(Config, DefaultsAndOverridesApply) {
-  const Config c = parse_config(R"({"model": {"d_model": 256, "heads": 4}, "train": {"max_steps": 7}})",
-                                {"train.seed=42", "model.norm=pre", "train.lr_factor=2"});
+  const Config c =
+      parse_config(R"({"model": {"d_model": 256, "heads": 4}, "train": {"max_steps": 7}})",
+                   {"train.seed=42", "model.norm=pre", "train.lr_factor=2"});
   EXPECT_EQ(c.model.d_model, 256);
   EXPECT_EQ(c.model.heads, 4);
   EXPECT_EQ(c.train.max_steps, 7);
@@ -70,18 +71,21 @@ TEST(Config, OutOfRangeValues) {
             "train.max_steps: set train.max_steps or train.max_epochs (both are 0)");
   EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "vocab": {"joint": false}})"),
             "model.tie_embeddings: \"all\" needs vocab.joint = true");
-  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10, "batch_tokens": 100}, "data": {"max_len": 100}})"),
-            "train.batch_tokens: must exceed data.max_len (100) so every kept pair fits in a batch, "
-            "got 100");
+  EXPECT_EQ(
+      error_of(R"({"train": {"max_steps": 10, "batch_tokens": 100}, "data": {"max_len": 100}})"),
+      "train.batch_tokens: must exceed data.max_len (100) so every kept pair fits in a batch, "
+      "got 100");
 }
 
 TEST(Config, OverridesUseTheSameValidation) {
   EXPECT_EQ(error_of(kMinimal, {"train.max_stepz=5"}),
             "train.max_stepz: unknown key (did you mean \"train.max_steps\"?)");
-  EXPECT_EQ(error_of(kMinimal, {"model.heads=7"}), "model.heads: 7 does not divide model.d_model 512");
+  EXPECT_EQ(error_of(kMinimal, {"model.heads=7"}),
+            "model.heads: 7 does not divide model.d_model 512");
   EXPECT_EQ(error_of(kMinimal, {"train.max_steps=abc"}),
             "train.max_steps: expected an integer, got string \"abc\"");
-  EXPECT_EQ(error_of(kMinimal, {"no_equals_sign"}), "--set no_equals_sign: expected key.path=value");
+  EXPECT_EQ(error_of(kMinimal, {"no_equals_sign"}),
+            "--set no_equals_sign: expected key.path=value");
   EXPECT_EQ(error_of(kMinimal, {"data.train_src=corpus.en"}), "");
 }
 

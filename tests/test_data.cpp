@@ -23,8 +23,8 @@ TEST(Tensors, KeyPaddingMask) {
 TEST(Tensors, CausalMaskAndBias) {
   const auto m = causal_mask(3);
   // Row i may see columns <= i.
-  EXPECT_TRUE(m.equal(torch::tensor({false, true, true, false, false, true, false, false, false})
-                          .view({3, 3})));
+  EXPECT_TRUE(m.equal(
+      torch::tensor({false, true, true, false, false, true, false, false, false}).view({3, 3})));
   const auto b = mask_to_bias(m);
   EXPECT_EQ(b[0][0].item<float>(), 0.0f);
   EXPECT_TRUE(std::isinf(b[0][1].item<float>()) && b[0][1].item<float>() < 0);
@@ -37,8 +37,8 @@ TEST(Tensors, MakeTensorBatchAddsBosEosAndCountsTokens) {
   c.tgt = {{20}, {21, 22, 23}};
   const auto b = make_tensor_batch(c, {0, 1});
   EXPECT_TRUE(b.src.equal(torch::tensor({10, 11, kEosId, 12, kEosId, kPadId}).view({2, 3})));
-  EXPECT_TRUE(b.tgt_in.equal(
-      torch::tensor({kBosId, 20, kPadId, kPadId, kBosId, 21, 22, 23}).view({2, 4})));
+  EXPECT_TRUE(
+      b.tgt_in.equal(torch::tensor({kBosId, 20, kPadId, kPadId, kBosId, 21, 22, 23}).view({2, 4})));
   EXPECT_TRUE(b.tgt_out.equal(
       torch::tensor({20, kEosId, kPadId, kPadId, 21, 22, 23, kEosId}).view({2, 4})));
   EXPECT_EQ(b.src_tokens, 5);

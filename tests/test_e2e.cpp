@@ -123,7 +123,8 @@ TEST(EndToEnd, ConfigErrorsFailFastWithOneLine) {
 }
 
 TEST(EndToEnd, DumpConfigPrintsTheMergedConfig) {
-  const auto r = run_command(nmt() + " train --config configs/quickstart.json --dump-config "
+  const auto r = run_command(nmt() +
+                             " train --config configs/quickstart.json --dump-config "
                              "--set train.seed=77 2>/dev/null");
   ASSERT_EQ(r.status, 0) << r.output;
   const auto j = json::parse(r.output);

@@ -41,7 +41,8 @@ TEST_P(Golden, LogitsMatchPyTorchWithin1e5Relative) {
   cfg["model"]["attention_dropout"] = 0.0;
   cfg["data"] = {{"max_len", 8}};
   const Config config = parse_config(cfg.dump());
-  Transformer model(config.model, c.at("src_vocab").get<int64_t>(), c.at("tgt_vocab").get<int64_t>());
+  Transformer model(config.model, c.at("src_vocab").get<int64_t>(),
+                    c.at("tgt_vocab").get<int64_t>());
   model->eval();
 
   const auto& params = c.at("params");

@@ -33,7 +33,8 @@ TEST(Positional, SinusoidalTableHandValues) {
                                 {0.84147098f, 0.54030231f, 0.00999983f, 0.99995000f},
                                 {0.90929743f, -0.41614684f, 0.01999867f, 0.99980001f}};
   for (int p = 0; p < 3; ++p)
-    for (int k = 0; k < 4; ++k) EXPECT_NEAR(t[p][k].item<float>(), expected[p][k], 1e-6) << p << "," << k;
+    for (int k = 0; k < 4; ++k)
+      EXPECT_NEAR(t[p][k].item<float>(), expected[p][k], 1e-6) << p << "," << k;
 }
 
 TEST(Model, OutputShapeAndParameterSharing) {

@@ -28,8 +28,8 @@ TEST(LabelSmoothing, HandComputedValues) {
   // Row 1: p = (0.1, 0.2, 0.3, 0.4), gold 3 -> nll = -ln 0.4 = 0.916291,
   //        mean(-log p) = 1.508072, loss = 0.9 * 0.916291 + 0.1 * 1.508072 = 0.975469.
   // Row 2: target is padding (0) and counts for nothing.
-  const auto logits = torch::tensor({0.0, 0.0, 0.0, 0.0, std::log(1.0), std::log(2.0), std::log(3.0),
-                                     std::log(4.0), 1.0, 2.0, 3.0, 4.0},
+  const auto logits = torch::tensor({0.0, 0.0, 0.0, 0.0, std::log(1.0), std::log(2.0),
+                                     std::log(3.0), std::log(4.0), 1.0, 2.0, 3.0, 4.0},
                                     torch::kFloat)
                           .view({3, 4});
   const auto target = torch::tensor({1, 3, 0});
@@ -48,10 +48,11 @@ TEST(LabelSmoothing, MatchesPyTorchCrossEntropyAndItsGradient) {
   const auto target = torch::tensor({3, 0, 8, 1, 0, 5});
   auto ours = label_smoothed_loss(logits, target, 0.2, 0).loss;
   auto g1 = torch::autograd::grad({ours}, {logits})[0];
-  auto ref = torch::nn::functional::cross_entropy(
-      logits, target,
-      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(0).label_smoothing(0.2).reduction(
-          torch::kSum));
+  auto ref = torch::nn::functional::cross_entropy(logits, target,
+                                                  torch::nn::functional::CrossEntropyFuncOptions()
+                                                      .ignore_index(0)
+                                                      .label_smoothing(0.2)
+                                                      .reduction(torch::kSum));
   auto g2 = torch::autograd::grad({ref}, {logits})[0];
   EXPECT_NEAR(ours.item<double>(), ref.item<double>(), 1e-5);
   EXPECT_TRUE(torch::allclose(g1, g2, 1e-5, 1e-6));

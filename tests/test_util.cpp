@@ -17,7 +17,9 @@ TEST(Utf8, AcceptsValidAndRejectsMalformed) {
 
 TEST(Utf8, SanitizeReplacesEachBadByteAndNul) {
   int64_t n = 0;
-  EXPECT_EQ(sanitize_utf8(std::string("a\xFF") + '\0' + "b", &n), "a\xEF\xBF\xBD\xEF\xBF\xBD" "b");
+  EXPECT_EQ(sanitize_utf8(std::string("a\xFF") + '\0' + "b", &n),
+            "a\xEF\xBF\xBD\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(n, 2);
   EXPECT_EQ(sanitize_utf8("ok ü", &n), "ok ü");
   EXPECT_EQ(n, 0);

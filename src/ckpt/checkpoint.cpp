@@ -84,7 +84,8 @@ std::string resolve_checkpoint(const std::string& path) {
   if (!fs::exists(path, ec)) throw Error("checkpoint not found: " + path);
   if (is_checkpoint_dir(path)) return path;
   const auto all = list_checkpoints(path);
-  if (all.empty()) throw Error("no checkpoint in " + path + " (expected " + path + "/checkpoints/ckpt-*)");
+  if (all.empty())
+    throw Error("no checkpoint in " + path + " (expected " + path + "/checkpoints/ckpt-*)");
   return all.back();
 }
 
@@ -169,11 +170,13 @@ TrainerState load_training_state(const std::string& ckpt_dir, Transformer& model
   if (st.value("format_version", 0) != kFormatVersion)
     throw Error(state_path + ": unsupported checkpoint format version " +
                 st.value("format_version", json(0)).dump());
-  wrap_torch_io(ckpt_dir + "/model.pt", "load", [&] { torch::load(model, ckpt_dir + "/model.pt"); });
+  wrap_torch_io(ckpt_dir + "/model.pt", "load",
+                [&] { torch::load(model, ckpt_dir + "/model.pt"); });
   wrap_torch_io(ckpt_dir + "/optimizer.pt", "load",
                 [&] { torch::load(optimizer, ckpt_dir + "/optimizer.pt"); });
   torch::Tensor rng_state;
-  wrap_torch_io(ckpt_dir + "/rng.pt", "load", [&] { torch::load(rng_state, ckpt_dir + "/rng.pt"); });
+  wrap_torch_io(ckpt_dir + "/rng.pt", "load",
+                [&] { torch::load(rng_state, ckpt_dir + "/rng.pt"); });
   {
     auto gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());

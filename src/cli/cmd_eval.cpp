@@ -10,8 +10,9 @@ void add_eval_command(CLI::App& app) {
   auto checkpoint = std::make_shared<std::string>();
   cmd->add_option("--checkpoint", *checkpoint, "Checkpoint or run directory");
   cmd->callback([] {
-    throw Error("nmt eval is not available yet in this version: BLEU/chrF scoring arrives with "
-                "the decoding and evaluation work. Use `nmt translate` to produce hypotheses.");
+    throw Error(
+        "nmt eval is not available yet in this version: BLEU/chrF scoring arrives with "
+        "the decoding and evaluation work. Use `nmt translate` to produce hypotheses.");
   });
 }
 

@@ -39,6 +39,7 @@ void add_translate_command(CLI::App& app) {
     setup_logging();
     if (args->threads < 0) throw Error("--threads must be >= 0");
     torch::set_num_threads(args->threads > 0 ? args->threads : hardware_threads());
+    keep_freed_memory();
     LoadedModel m = load_model(args->checkpoint);
     spdlog::info("loaded {}", m.dir);
     const int64_t batch_tokens =
@@ -63,7 +64,8 @@ void add_translate_command(CLI::App& app) {
     std::string line;
     auto flush_chunk = [&] {
       TranslateStats s;
-      for (const auto& hyp : translate_lines(m, chunk, batch_tokens, limits, &s)) out << hyp << '\n';
+      for (const auto& hyp : translate_lines(m, chunk, batch_tokens, limits, &s))
+        out << hyp << '\n';
       out.flush();
       if (!out) throw Error("cannot write output");
       total.lines += s.lines;

@@ -72,8 +72,8 @@ void visit(VocabConfig& c, V& v) {
     one_of({"unigram", "bpe", "char", "word"}));
   v("character_coverage", c.character_coverage,
     "share of characters the vocabulary must cover (0.98 for CJK)", in_range(0.5, 1.0));
-  v("input_sentence_size", c.input_sentence_size,
-    "sentences sampled to train the vocabulary", at_least(1));
+  v("input_sentence_size", c.input_sentence_size, "sentences sampled to train the vocabulary",
+    at_least(1));
   v("model", c.model, "existing joint .model file; \"\" = train one into the run directory",
     any<std::string>());
   v("src_model", c.src_model, "existing source .model when joint = false; \"\" = train one",
@@ -95,8 +95,7 @@ void visit(ModelConfig& c, V& v) {
     in_range(0.0, 1.0, false));
   v("positional", c.positional, "position encoding: sinusoidal | learned",
     one_of({"sinusoidal", "learned"}));
-  v("max_positions", c.max_positions, "longest sequence the position table covers",
-    at_least(2));
+  v("max_positions", c.max_positions, "longest sequence the position table covers", at_least(2));
   v("norm", c.norm, "post (the paper's) | pre (LayerNorm before each block, plus a final one)",
     one_of({"post", "pre"}));
   v("tie_embeddings", c.tie_embeddings,
@@ -106,8 +105,7 @@ void visit(ModelConfig& c, V& v) {
 
 template <class V>
 void visit(TrainConfig& c, V& v) {
-  v("max_steps", c.max_steps, "stop after this many optimizer steps (0 = no limit)",
-    at_least(0));
+  v("max_steps", c.max_steps, "stop after this many optimizer steps (0 = no limit)", at_least(0));
   v("max_epochs", c.max_epochs, "stop after this many passes over the data (0 = no limit)",
     at_least(0));
   v("seed", c.seed, "seed for initialisation, shuffling and dropout", at_least(0));
@@ -138,8 +136,7 @@ template <class V>
 void visit(DecodeConfig& c, V& v) {
   v("max_len_a", c.max_len_a, "output length limit: a * source_length + b", in_range(0.0, 1e3));
   v("max_len_b", c.max_len_b, "output length limit: a * source_length + b", at_least(0));
-  v("batch_tokens", c.batch_tokens, "source-token budget of one translation batch",
-    at_least(1));
+  v("batch_tokens", c.batch_tokens, "source-token budget of one translation batch", at_least(1));
 }
 
 template <class V>
@@ -207,9 +204,7 @@ class Parser {
   }
 
  private:
-  std::string join(const std::string& key) const {
-    return path_.empty() ? key : path_ + "." + key;
-  }
+  std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
   template <class T>
   static T convert(const json& j, const std::string& path) {
@@ -325,8 +320,8 @@ void apply_override(json& root, const std::string& assignment) {
 
 void validate_cross_fields(const Config& c) {
   if (c.model.d_model % c.model.heads != 0)
-    throw Error("model.heads: " + std::to_string(c.model.heads) + " does not divide model.d_model " +
-                std::to_string(c.model.d_model));
+    throw Error("model.heads: " + std::to_string(c.model.heads) +
+                " does not divide model.d_model " + std::to_string(c.model.d_model));
   if (c.model.positional == "sinusoidal" && c.model.d_model % 2 != 0)
     throw Error("model.d_model: sinusoidal positions need an even width, got " +
                 std::to_string(c.model.d_model));
@@ -338,7 +333,8 @@ void validate_cross_fields(const Config& c) {
     throw Error("vocab.model: only used when vocab.joint = true (use vocab.src_model/tgt_model)");
   if (c.train.batch_tokens <= c.data.max_len)
     throw Error("train.batch_tokens: must exceed data.max_len (" + std::to_string(c.data.max_len) +
-                ") so every kept pair fits in a batch, got " + std::to_string(c.train.batch_tokens));
+                ") so every kept pair fits in a batch, got " +
+                std::to_string(c.train.batch_tokens));
   if (c.data.max_len + 2 > c.model.max_positions)
     throw Error("data.max_len: " + std::to_string(c.data.max_len) +
                 " needs model.max_positions >= max_len + 2, got " +
@@ -392,8 +388,10 @@ Config load_config_file(const std::string& path, const std::vector<std::string>&
 
 void validate_data_files(const Config& c) {
   const std::pair<const char*, const std::string*> files[] = {
-      {"data.train_src", &c.data.train_src}, {"data.train_tgt", &c.data.train_tgt},
-      {"data.valid_src", &c.data.valid_src}, {"data.valid_tgt", &c.data.valid_tgt}};
+      {"data.train_src", &c.data.train_src},
+      {"data.train_tgt", &c.data.train_tgt},
+      {"data.valid_src", &c.data.valid_src},
+      {"data.valid_tgt", &c.data.valid_tgt}};
   for (const auto& [key, path] : files) {
     if (path->empty()) continue;
     if (!file_exists(*path)) throw Error(std::string(key) + ": file not found: " + *path);
@@ -407,9 +405,10 @@ void validate_data_files(const Config& c) {
   };
   check_pair("data.train_tgt", c.data.train_src, c.data.train_tgt);
   check_pair("data.valid_tgt", c.data.valid_src, c.data.valid_tgt);
-  for (const auto& [key, path] : {std::pair<const char*, const std::string*>{"vocab.model", &c.vocab.model},
-                                  {"vocab.src_model", &c.vocab.src_model},
-                                  {"vocab.tgt_model", &c.vocab.tgt_model}}) {
+  for (const auto& [key, path] :
+       {std::pair<const char*, const std::string*>{"vocab.model", &c.vocab.model},
+        {"vocab.src_model", &c.vocab.src_model},
+        {"vocab.tgt_model", &c.vocab.tgt_model}}) {
     if (!path->empty() && !file_exists(*path))
       throw Error(std::string(key) + ": file not found: " + *path);
   }

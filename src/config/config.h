@@ -17,10 +17,10 @@ struct DataConfig {
 };
 
 struct VocabConfig {
-  bool joint = true;            // one SentencePiece model for both languages
-  int64_t size = 8000;          // vocabulary size when training a model
-  std::string model_type = "unigram";  // unigram | bpe | char | word
-  double character_coverage = 1.0;     // share of characters the model must cover
+  bool joint = true;                      // one SentencePiece model for both languages
+  int64_t size = 8000;                    // vocabulary size when training a model
+  std::string model_type = "unigram";     // unigram | bpe | char | word
+  double character_coverage = 1.0;        // share of characters the model must cover
   int64_t input_sentence_size = 2000000;  // sentences sampled to train the vocabulary
   std::string model;      // existing joint model (.model); "" = train one into the run dir
   std::string src_model;  // existing source model when joint = false; "" = train one
@@ -28,37 +28,37 @@ struct VocabConfig {
 };
 
 struct ModelConfig {
-  int64_t d_model = 512;         // width of embeddings and hidden states
-  int64_t heads = 8;             // attention heads; must divide d_model
-  int64_t encoder_layers = 6;    // encoder depth
-  int64_t decoder_layers = 6;    // decoder depth
-  int64_t d_ff = 2048;           // inner width of the feed-forward blocks
-  double dropout = 0.1;          // dropout on embeddings, residual branches and ReLU output
+  int64_t d_model = 512;           // width of embeddings and hidden states
+  int64_t heads = 8;               // attention heads; must divide d_model
+  int64_t encoder_layers = 6;      // encoder depth
+  int64_t decoder_layers = 6;      // decoder depth
+  int64_t d_ff = 2048;             // inner width of the feed-forward blocks
+  double dropout = 0.1;            // dropout on embeddings, residual branches and ReLU output
   double attention_dropout = 0.1;  // dropout on attention weights
   std::string positional = "sinusoidal";  // sinusoidal | learned
-  int64_t max_positions = 1024;  // longest sequence the position table covers
-  std::string norm = "post";     // post (the paper's) | pre (with a final LayerNorm)
-  std::string tie_embeddings = "all";  // none | decoder (input/output) | all (needs joint vocab)
+  int64_t max_positions = 1024;           // longest sequence the position table covers
+  std::string norm = "post";              // post (the paper's) | pre (with a final LayerNorm)
+  std::string tie_embeddings = "all";     // none | decoder (input/output) | all (needs joint vocab)
 };
 
 struct TrainConfig {
-  int64_t max_steps = 0;      // stop after this many optimizer steps (0 = no limit)
-  int64_t max_epochs = 0;     // stop after this many passes over the data (0 = no limit)
-  int64_t seed = 1;           // seed for initialisation, shuffling and dropout
-  int64_t threads = 0;        // intra-op CPU threads (0 = all cores)
-  int64_t log_every = 100;    // steps between log lines and metrics.jsonl rows
-  int64_t save_every = 1000;  // steps between checkpoints (a final one is always written)
-  int64_t keep_last = 5;      // checkpoints kept in DIR/checkpoints
-  int64_t batch_tokens = 4096;  // token budget of a batch: rows x padded width
-  int64_t accum_steps = 1;    // batches whose gradients are summed per optimizer step
-  int64_t warmup_steps = 4000;  // Noam warm-up steps
-  double lr_factor = 1.0;     // Noam scale: lr = factor * d^-0.5 * min(s^-0.5, s * w^-1.5)
-  double adam_beta1 = 0.9;    // Adam beta1
-  double adam_beta2 = 0.98;   // Adam beta2
-  double adam_eps = 1e-9;     // Adam epsilon
+  int64_t max_steps = 0;         // stop after this many optimizer steps (0 = no limit)
+  int64_t max_epochs = 0;        // stop after this many passes over the data (0 = no limit)
+  int64_t seed = 1;              // seed for initialisation, shuffling and dropout
+  int64_t threads = 0;           // intra-op CPU threads (0 = all cores)
+  int64_t log_every = 100;       // steps between log lines and metrics.jsonl rows
+  int64_t save_every = 1000;     // steps between checkpoints (a final one is always written)
+  int64_t keep_last = 5;         // checkpoints kept in DIR/checkpoints
+  int64_t batch_tokens = 4096;   // token budget of a batch: rows x padded width
+  int64_t accum_steps = 1;       // batches whose gradients are summed per optimizer step
+  int64_t warmup_steps = 4000;   // Noam warm-up steps
+  double lr_factor = 1.0;        // Noam scale: lr = factor * d^-0.5 * min(s^-0.5, s * w^-1.5)
+  double adam_beta1 = 0.9;       // Adam beta1
+  double adam_beta2 = 0.98;      // Adam beta2
+  double adam_eps = 1e-9;        // Adam epsilon
   double label_smoothing = 0.1;  // probability mass spread over the vocabulary
-  double clip_norm = 1.0;     // global gradient-norm clip (0 = off)
-  int64_t valid_every = 0;    // steps between validation-loss passes (0 = only at the end)
+  double clip_norm = 1.0;        // global gradient-norm clip (0 = off)
+  int64_t valid_every = 0;       // steps between validation-loss passes (0 = only at the end)
 };
 
 struct DecodeConfig {

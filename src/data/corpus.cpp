@@ -31,8 +31,8 @@ Corpus load_corpus(const std::string& src_path, const std::string& tgt_path,
       ++s.empty;
       continue;
     }
-    if (max_len > 0 && (static_cast<int64_t>(x.size()) > max_len ||
-                        static_cast<int64_t>(y.size()) > max_len)) {
+    if (max_len > 0 &&
+        (static_cast<int64_t>(x.size()) > max_len || static_cast<int64_t>(y.size()) > max_len)) {
       ++s.too_long;
       continue;
     }

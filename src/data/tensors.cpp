@@ -7,8 +7,8 @@ namespace nmt {
 torch::Tensor pad_sequences(const std::vector<std::vector<int64_t>>& seqs, int64_t pad_id) {
   size_t longest = 0;
   for (const auto& s : seqs) longest = std::max(longest, s.size());
-  auto out = torch::full({static_cast<int64_t>(seqs.size()), static_cast<int64_t>(longest)},
-                         pad_id, torch::kLong);
+  auto out = torch::full({static_cast<int64_t>(seqs.size()), static_cast<int64_t>(longest)}, pad_id,
+                         torch::kLong);
   auto acc = out.accessor<int64_t, 2>();
   for (size_t r = 0; r < seqs.size(); ++r)
     for (size_t c = 0; c < seqs[r].size(); ++c) acc[r][c] = seqs[r][c];

@@ -22,9 +22,9 @@ torch::Tensor causal_mask(int64_t length);
 torch::Tensor mask_to_bias(const torch::Tensor& blocked);
 
 struct TensorBatch {
-  torch::Tensor src;      // [B, S]: x + EOS, padded
-  torch::Tensor tgt_in;   // [B, T]: BOS + y, padded
-  torch::Tensor tgt_out;  // [B, T]: y + EOS, padded
+  torch::Tensor src;       // [B, S]: x + EOS, padded
+  torch::Tensor tgt_in;    // [B, T]: BOS + y, padded
+  torch::Tensor tgt_out;   // [B, T]: y + EOS, padded
   int64_t src_tokens = 0;  // non-pad source tokens
   int64_t tgt_tokens = 0;  // non-pad target tokens (the loss's denominator)
 };

@@ -14,7 +14,8 @@ std::vector<std::vector<int>> greedy_decode(Transformer& model, const torch::Ten
                                             const DecodeLimits& limits) {
   torch::InferenceMode guard;
   const int64_t B = src.size(0);
-  const auto src_lens = src.ne(kPadId).sum(1);
+  // Source length without its EOS, as the a * len + b limit is usually stated.
+  const auto src_lens = src.ne(kPadId).sum(1) - 1;
   // Per-row limit, and never beyond the position table (BOS takes one position).
   const int64_t cap = model->config().max_positions - 1;
   std::vector<int64_t> max_len(B);
@@ -95,7 +96,8 @@ std::vector<std::string> translate_lines(LoadedModel& m, const std::vector<std::
       s.output_tokens += static_cast<int64_t>(h.size()) + 1;
       std::string text = m.vocabs.tgt.decode(h);
       // One output line per input line, whatever the vocabulary holds.
-      std::replace_if(text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+      std::replace_if(
+          text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
       out[todo[k]] = std::move(text);
     }
     start = end;

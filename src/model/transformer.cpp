@@ -38,14 +38,18 @@ torch::nn::LayerNorm layer_norm(int64_t d) {
 template <class Fn>
 torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, bool pre_norm,
                        double dropout, bool training, Fn&& f) {
-  if (pre_norm) return x + F::dropout(f(norm(x)), F::DropoutFuncOptions().p(dropout).training(training));
+  if (pre_norm)
+    return x + F::dropout(f(norm(x)), F::DropoutFuncOptions().p(dropout).training(training));
   return norm(x + F::dropout(f(x), F::DropoutFuncOptions().p(dropout).training(training)));
 }
 }  // namespace
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout,
                                                bool cross)
-    : d_model_(d_model), heads_(heads), head_dim_(d_model / heads), dropout_(dropout),
+    : d_model_(d_model),
+      heads_(heads),
+      head_dim_(d_model / heads),
+      dropout_(dropout),
       cross_(cross) {
   if (cross_) {
     q_ = register_module("q", xavier_linear(d_model, d_model));
@@ -73,8 +77,8 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     v = qkv[2];
   }
   // Scaling q before the product costs Tq*dk multiplies instead of Tq*Tk.
-  auto scores = torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(head_dim_))),
-                              k.transpose(-2, -1));
+  auto scores =
+      torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(head_dim_))), k.transpose(-2, -1));
   if (bias.defined()) scores = scores + bias;
   auto weights = torch::softmax(scores, -1);
   weights = F::dropout(weights, F::DropoutFuncOptions().p(dropout_).training(is_training()));
@@ -96,27 +100,28 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
 
 EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c)
     : pre_norm_(c.norm == "pre"), dropout_(c.dropout) {
-  self_attn_ = register_module(
-      "self_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
+  self_attn_ = register_module("self_attn",
+                               MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
   self_attn_norm_ = register_module("self_attn_norm", layer_norm(c.d_model));
   ffn_ = register_module("ffn", FeedForward(c.d_model, c.d_ff, c.dropout));
   ffn_norm_ = register_module("ffn_norm", layer_norm(c.d_model));
 }
 
 torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& self_bias) {
-  auto h = residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
-                    [&](const torch::Tensor& y) { return self_attn_(y, torch::Tensor(), self_bias); });
+  auto h =
+      residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
+               [&](const torch::Tensor& y) { return self_attn_(y, torch::Tensor(), self_bias); });
   return residual(h, ffn_norm_, pre_norm_, dropout_, is_training(),
                   [&](const torch::Tensor& y) { return ffn_(y); });
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c)
     : pre_norm_(c.norm == "pre"), dropout_(c.dropout) {
-  self_attn_ = register_module(
-      "self_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
+  self_attn_ = register_module("self_attn",
+                               MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
   self_attn_norm_ = register_module("self_attn_norm", layer_norm(c.d_model));
-  cross_attn_ = register_module(
-      "cross_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, true));
+  cross_attn_ = register_module("cross_attn",
+                                MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, true));
   cross_attn_norm_ = register_module("cross_attn_norm", layer_norm(c.d_model));
   ffn_ = register_module("ffn", FeedForward(c.d_model, c.d_ff, c.dropout));
   ffn_norm_ = register_module("ffn_norm", layer_norm(c.d_model));
@@ -125,8 +130,9 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c)
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& self_bias,
                                         const torch::Tensor& memory,
                                         const torch::Tensor& memory_bias) {
-  auto h = residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
-                    [&](const torch::Tensor& y) { return self_attn_(y, torch::Tensor(), self_bias); });
+  auto h =
+      residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
+               [&](const torch::Tensor& y) { return self_attn_(y, torch::Tensor(), self_bias); });
   h = residual(h, cross_attn_norm_, pre_norm_, dropout_, is_training(),
                [&](const torch::Tensor& y) { return cross_attn_(y, memory, memory_bias); });
   return residual(h, ffn_norm_, pre_norm_, dropout_, is_training(),
@@ -171,7 +177,7 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, torch::nn::Emb
   const int64_t T = tokens.size(1);
   if (T > config_.max_positions)
     throw Error("sequence of " + std::to_string(T) + " tokens exceeds model.max_positions " +
-                            std::to_string(config_.max_positions));
+                std::to_string(config_.max_positions));
   auto x = table->forward(tokens) * scale_;
   if (learned_positions)
     x = x + learned_positions->weight.narrow(0, 0, T);

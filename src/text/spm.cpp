@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -74,7 +74,8 @@ void check_no_copy_relocations() {
     ::dlclose(lib);
     if (original != nullptr && original != probe.second)
       throw Error(std::string("this executable copy-relocates ") + probe.first + " from " +
-                  lib_name + ", which breaks the SentencePiece shim; build it with -fPIC "
+                  lib_name +
+                  ", which breaks the SentencePiece shim; build it with -fPIC "
                   "(see nmt_no_copy_relocations in CMakeLists.txt)");
   }
 }
@@ -140,8 +141,7 @@ std::string spm_shim_path() { return shim().path; }
 SentencePiece SentencePiece::from_bytes(std::string bytes, const std::string& origin) {
   const Shim& s = shim();
   void* raw = s.load(bytes.data(), bytes.size());
-  if (raw == nullptr)
-    throw Error("invalid SentencePiece model " + origin + ": " + s.last_error());
+  if (raw == nullptr) throw Error("invalid SentencePiece model " + origin + ": " + s.last_error());
   SentencePiece sp;
   sp.handle_ = std::shared_ptr<void>(raw, [](void* h) { shim().free_model(h); });
   sp.bytes_ = std::move(bytes);

@@ -62,11 +62,16 @@ NMT_SPM_API int nmt_spm_piece_size(const void* handle) {
 NMT_SPM_API int nmt_spm_special_id(const void* handle, int which) {
   const auto* sp = static_cast<const sentencepiece::SentencePieceProcessor*>(handle);
   switch (which) {
-    case 0: return sp->pad_id();
-    case 1: return sp->unk_id();
-    case 2: return sp->bos_id();
-    case 3: return sp->eos_id();
-    default: return -1;
+    case 0:
+      return sp->pad_id();
+    case 1:
+      return sp->unk_id();
+    case 2:
+      return sp->bos_id();
+    case 3:
+      return sp->eos_id();
+    default:
+      return -1;
   }
 }
 

@@ -120,8 +120,8 @@ ValidResult validate(Transformer& model, const Corpus& corpus, int64_t batch_tok
   for (const auto& rows : make_batches(sl, tl, batch_tokens, 0)) {
     const auto b = make_tensor_batch(corpus, rows);
     auto logits = model->forward(b.src, b.tgt_in);
-    auto sums = label_smoothed_loss(logits.view({-1, logits.size(-1)}), b.tgt_out.view(-1), 0.0,
-                                    kPadId);
+    auto sums =
+        label_smoothed_loss(logits.view({-1, logits.size(-1)}), b.tgt_out.view(-1), 0.0, kPadId);
     nll += sums.nll.item<double>();
     tokens += sums.tokens;
   }
@@ -143,8 +143,9 @@ std::string format_duration(double seconds) {
 }
 
 void log_corpus(const char* name, const CorpusStats& s) {
-  spdlog::info("{} data: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8",
-               name, s.total, s.kept, s.empty, s.too_long, s.invalid_utf8);
+  spdlog::info(
+      "{} data: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8", name,
+      s.total, s.kept, s.empty, s.too_long, s.invalid_utf8);
 }
 
 // The one place where the step's gradients are complete before clipping and the update.
@@ -169,6 +170,7 @@ void train(const Config& config, const TrainOptions& options) {
   if (main_process) setup_logging(run_dir + "/train.log");
   const int threads = effective_threads(config);
   torch::set_num_threads(threads);
+  keep_freed_memory();
   spdlog::info("nmt train: run dir {}, {} threads", run_dir, threads);
 
   std::optional<std::string> resume_from;
@@ -181,7 +183,8 @@ void train(const Config& config, const TrainOptions& options) {
     resume_from = all.back();
     check_resume_compatible(config, read_checkpoint_config(*resume_from));
   } else if (!list_checkpoints(run_dir).empty()) {
-    throw Error(run_dir + " already holds checkpoints: pass --resume to continue, or use a new --run-dir");
+    throw Error(run_dir +
+                " already holds checkpoints: pass --resume to continue, or use a new --run-dir");
   }
 
   const Vocabs vocabs = resume_from ? read_checkpoint_vocabs(*resume_from, config.vocab.joint)
@@ -195,7 +198,8 @@ void train(const Config& config, const TrainOptions& options) {
   const Corpus corpus = load_corpus(config.data.train_src, config.data.train_tgt, vocabs.src,
                                     vocabs.tgt, config.data.max_len, &stats);
   log_corpus("training", stats);
-  if (corpus.size() == 0) throw Error("no training pairs left after filtering " + config.data.train_src);
+  if (corpus.size() == 0)
+    throw Error("no training pairs left after filtering " + config.data.train_src);
   Corpus valid;
   if (!config.data.valid_src.empty()) {
     valid = load_corpus(config.data.valid_src, config.data.valid_tgt, vocabs.src, vocabs.tgt,
@@ -207,12 +211,12 @@ void train(const Config& config, const TrainOptions& options) {
   Transformer model(config.model, vocabs.src.size(), vocabs.tgt.size());
   int64_t n_params = 0;
   for (const auto& p : model->parameters()) n_params += p.numel();
-  spdlog::info("model: {} parameters, vocab {} / {}", n_params, vocabs.src.size(), vocabs.tgt.size());
-  torch::optim::Adam optimizer(
-      model->parameters(),
-      torch::optim::AdamOptions(1.0)
-          .betas({config.train.adam_beta1, config.train.adam_beta2})
-          .eps(config.train.adam_eps));
+  spdlog::info("model: {} parameters, vocab {} / {}", n_params, vocabs.src.size(),
+               vocabs.tgt.size());
+  torch::optim::Adam optimizer(model->parameters(),
+                               torch::optim::AdamOptions(1.0)
+                                   .betas({config.train.adam_beta1, config.train.adam_beta2})
+                                   .eps(config.train.adam_eps));
 
   TrainerState state;
   if (resume_from) {
@@ -247,9 +251,8 @@ void train(const Config& config, const TrainOptions& options) {
     double left = std::numeric_limits<double>::infinity();
     if (tc.max_steps > 0) left = static_cast<double>(tc.max_steps - state.step);
     if (tc.max_epochs > 0) {
-      const double batches = static_cast<double>((tc.max_epochs - stream.epoch()) *
-                                                     stream.batches_per_epoch() -
-                                                 stream.position());
+      const double batches = static_cast<double>(
+          (tc.max_epochs - stream.epoch()) * stream.batches_per_epoch() - stream.position());
       left = std::min(left, batches / static_cast<double>(tc.accum_steps));
     }
     return left;
@@ -271,7 +274,8 @@ void train(const Config& config, const TrainOptions& options) {
     state.epoch = stream.epoch();
     state.batch_in_epoch = stream.position();
     state.elapsed_s = elapsed();
-    const auto path = save_checkpoint(run_dir, config, vocabs, model, optimizer, state, tc.keep_last);
+    const auto path =
+        save_checkpoint(run_dir, config, vocabs, model, optimizer, state, tc.keep_last);
     last_saved_step = state.step;
     clear_progress();
     spdlog::info("saved checkpoint {}", path);
@@ -282,7 +286,9 @@ void train(const Config& config, const TrainOptions& options) {
     clear_progress();
     spdlog::info("validation at step {}: nll {:.4f}, ppl {:.2f} ({} tokens)", state.step,
                  r.nll_per_token, r.ppl, r.tokens);
-    write_metrics({{"step", state.step}, {"valid_loss", r.nll_per_token}, {"valid_ppl", r.ppl},
+    write_metrics({{"step", state.step},
+                   {"valid_loss", r.nll_per_token},
+                   {"valid_ppl", r.ppl},
                    {"valid_tokens", r.tokens}});
   };
 
@@ -349,13 +355,19 @@ void train(const Config& config, const TrainOptions& options) {
       const double loss = interval_loss / tok, ppl = std::exp(interval_nll / tok);
       const double rate = static_cast<double>(interval_tokens) / std::max(secs, 1e-9);
       clear_progress();
-      spdlog::info("step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | {:.0f} tgt tok/s | "
-                   "elapsed {} | ETA {}",
-                   state.step, stream.epoch() + 1, loss, ppl, lr, rate, format_duration(elapsed()),
-                   format_duration(steps_left() * step_avg));
-      write_metrics({{"step", state.step}, {"epoch", stream.epoch() + 1}, {"loss", loss},
-                     {"ppl", ppl}, {"lr", last_lr}, {"grad_norm", last_grad_norm},
-                     {"tgt_tokens", interval_tokens}, {"tok_per_s", rate},
+      spdlog::info(
+          "step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | {:.0f} tgt tok/s | "
+          "elapsed {} | ETA {}",
+          state.step, stream.epoch() + 1, loss, ppl, lr, rate, format_duration(elapsed()),
+          format_duration(steps_left() * step_avg));
+      write_metrics({{"step", state.step},
+                     {"epoch", stream.epoch() + 1},
+                     {"loss", loss},
+                     {"ppl", ppl},
+                     {"lr", last_lr},
+                     {"grad_norm", last_grad_norm},
+                     {"tgt_tokens", interval_tokens},
+                     {"tok_per_s", rate},
                      {"elapsed_s", elapsed()}});
       interval_start = Clock::now();
       interval_tokens = interval_steps = 0;

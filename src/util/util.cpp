@@ -223,3 +223,12 @@ int process_rank() {
   }
 }
 }  // namespace nmt
+
+#include <malloc.h>
+
+namespace nmt {
+void keep_freed_memory() {
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+}  // namespace nmt

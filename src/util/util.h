@@ -49,3 +49,9 @@ namespace nmt {
 int process_rank();
 inline bool is_main_process() { return process_rank() == 0; }
 }  // namespace nmt
+
+namespace nmt {
+// Keeps large freed blocks in the heap instead of returning them to the OS: training allocates
+// the same [tokens x vocab] buffers every step, and fresh mmap'ed pages cost a page fault each.
+void keep_freed_memory();
+}  // namespace nmt
