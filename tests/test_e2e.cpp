@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
@@ -66,6 +67,12 @@ TEST(EndToEnd, ShortQuickstartTrainsResumesAndTranslates) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("--resume"), std::string::npos) << r.output;
 
+  // A row logged after the last checkpoint (as if killed at step 75) is dropped on resume.
+  {
+    std::ofstream m(run + "/metrics.jsonl", std::ios::app);
+    m << R"({"step": 75, "loss": 123.0, "lr": 0.1, "tgt_tokens": 1, "tok_per_s": 1.0})"
+      << "\n";
+  }
   r = run_command(train_command(dir, 90, "--resume"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
@@ -73,6 +80,13 @@ TEST(EndToEnd, ShortQuickstartTrainsResumesAndTranslates) {
   EXPECT_FALSE(std::filesystem::exists(run + "/checkpoints/ckpt-00000030"));  // keep_last = 2
   rows = metrics_rows(run + "/metrics.jsonl");
   EXPECT_EQ(rows.back()["step"], 90);
+  int64_t previous_train_step = 0;
+  for (const auto& row : rows) {
+    if (!row.contains("loss")) continue;
+    EXPECT_GT(row["step"].get<int64_t>(), previous_train_step) << row.dump();
+    EXPECT_NE(row["loss"].get<double>(), 123.0) << "stale row survived the resume";
+    previous_train_step = row["step"].get<int64_t>();
+  }
 
   // Translate from stdin, with an empty line in the middle: one output line per input line.
   nmt_test::write_text(dir / "in.txt", "forty-two\n\nseven hundred one\n   \nthree\n");

@@ -94,3 +94,34 @@ TEST(Corpus, FiltersAndCountsEmptyLongAndInvalidPairs) {
   nmt_test::write_text(dir / "t2", "a\nb\n");
   EXPECT_THROW(load_corpus(dir / "s", dir / "t2", sp, sp, 6, nullptr), Error);
 }
+
+TEST(SentencePiece, BinariesHaveNoCopyRelocations) {
+  // A copy relocation of libstdc++/libc data into an executable would leave the deep-bound
+  // shim with stale copies (see nmt_no_copy_relocations in CMakeLists.txt).
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  for (const std::string& binary : {nmt_test::nmt_binary(), self}) {
+    const auto r = nmt_test::run_command("readelf -rW '" + binary + "'");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("R_X86_64_"), std::string::npos) << "no relocations listed";
+    EXPECT_EQ(r.output.find("R_X86_64_COPY"), std::string::npos) << binary;
+  }
+}
+
+TEST(SentencePiece, TrainingRejectsUnusablePaths) {
+  SpmTrainOptions o;
+  EXPECT_THROW(SentencePiece::train(o), Error);
+  o.inputs = {"a,b.txt"};
+  o.model_prefix = "/tmp/x";
+  EXPECT_THROW(SentencePiece::train(o), Error);
+  o.inputs = {"/nonexistent/input.txt"};
+  EXPECT_THROW(SentencePiece::train(o), Error);
+}
+
+TEST(SentencePiece, LoaderRefusesCopyRelocatedExecutables) {
+  const auto elf = nmt_test::run_command("readelf -rW '" NMT_PIE_PROBE "'");
+  ASSERT_NE(elf.output.find("R_X86_64_COPY"), std::string::npos)
+      << "the probe was meant to have copy relocations";
+  const auto r = nmt_test::run_command("'" NMT_PIE_PROBE "'");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("copy-relocates"), std::string::npos) << r.output;
+}

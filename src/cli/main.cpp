@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "util/log.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"nmt: train, evaluate and run Transformer translation models"};
@@ -17,7 +18,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "\nnmt: error: %s\n", e.what());
+    nmt::clear_progress();
+    std::fprintf(stderr, "nmt: error: %s\n", e.what());
     return 1;
   }
   return 0;

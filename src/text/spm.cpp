@@ -166,22 +166,22 @@ std::string SentencePiece::train(const SpmTrainOptions& o) {
   if (o.inputs.empty()) throw Error("SentencePiece training needs at least one input file");
   std::string inputs;
   for (const auto& in : o.inputs) {
-    if (in.find(',') != std::string::npos || in.find(' ') != std::string::npos)
-      throw Error("SentencePiece input path must not contain ',' or ' ': " + in);
+    if (in.find(',') != std::string::npos || in.find('\n') != std::string::npos)
+      throw Error("SentencePiece input path must not contain ',' or a newline: " + in);
     inputs += (inputs.empty() ? "" : ",") + in;
   }
-  if (o.model_prefix.find(' ') != std::string::npos)
-    throw Error("SentencePiece model path must not contain ' ': " + o.model_prefix);
-  std::ostringstream args;
-  args << "--input=" << inputs << " --model_prefix=" << o.model_prefix
-       << " --vocab_size=" << o.vocab_size << " --model_type=" << o.model_type
-       << " --character_coverage=" << o.character_coverage
-       << " --input_sentence_size=" << o.input_sentence_size
-       << " --shuffle_input_sentence=true --hard_vocab_limit=false"
-       << " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --minloglevel=1"
-       << " --num_threads=" << std::max(1, o.threads);
+  if (o.model_prefix.find('\n') != std::string::npos)
+    throw Error("SentencePiece model path must not contain a newline: " + o.model_prefix);
+  std::ostringstream options;
+  options << "input=" << inputs << "\nmodel_prefix=" << o.model_prefix
+          << "\nvocab_size=" << o.vocab_size << "\nmodel_type=" << o.model_type
+          << "\ncharacter_coverage=" << o.character_coverage
+          << "\ninput_sentence_size=" << o.input_sentence_size
+          << "\nshuffle_input_sentence=true\nhard_vocab_limit=false"
+          << "\npad_id=0\nunk_id=1\nbos_id=2\neos_id=3\nminloglevel=1"
+          << "\nnum_threads=" << std::max(1, o.threads);
   const Shim& s = shim();
-  if (s.train(args.str().c_str()) != 0)
+  if (s.train(options.str().c_str()) != 0)
     throw Error("SentencePiece training failed: " + std::string(s.last_error()));
   return o.model_prefix + ".model";
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #define NMT_SPM_API extern "C" __attribute__((visibility("default")))
@@ -117,10 +118,23 @@ NMT_SPM_API int nmt_spm_id_to_piece(const void* handle, int id, char** text, siz
   }
 }
 
-// args: SentencePiece trainer flags ("--input=... --model_prefix=..."). Writes PREFIX.model.
-NMT_SPM_API int nmt_spm_train(const char* args) {
+// options: "key=value" lines, SentencePiece trainer flags without "--". Writes PREFIX.model.
+// (The map form of Train, unlike the flag-string form, does not echo the command to stderr.)
+NMT_SPM_API int nmt_spm_train(const char* options) {
   try {
-    const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+    std::unordered_map<std::string, std::string> kwargs;
+    const std::string text(options);
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(start, end - start);
+      const size_t eq = line.find('=');
+      if (eq == std::string::npos) return fail("bad trainer option: " + line);
+      kwargs[line.substr(0, eq)] = line.substr(eq + 1);
+      start = end + 1;
+    }
+    const auto status = sentencepiece::SentencePieceTrainer::Train(kwargs);
     return status.ok() ? 0 : fail(status.ToString());
   } catch (const std::exception& e) {
     return fail(e.what());

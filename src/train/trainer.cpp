@@ -230,6 +230,18 @@ void train(const Config& config, const TrainOptions& options) {
                config.train.batch_tokens);
 
   std::ofstream metrics;
+  if (main_process && resume_from) {
+    // Rows logged after the checkpoint (before an interruption) are about to be redone.
+    const std::string path = run_dir + "/metrics.jsonl";
+    if (file_exists(path)) {
+      std::string kept;
+      for (const auto& line : read_lines(path)) {
+        const json row = json::parse(line, nullptr, false);
+        if (row.is_object() && row.value("step", int64_t{0}) <= state.step) kept += line + "\n";
+      }
+      write_file_atomic(path, kept);
+    }
+  }
   if (main_process) {
     metrics.open(run_dir + "/metrics.jsonl", std::ios::app);
     if (!metrics) throw Error("cannot write " + run_dir + "/metrics.jsonl");
