@@ -6,6 +6,13 @@
 
 namespace nmt {
 
+std::vector<int64_t> sequence_lengths(const std::vector<std::vector<int>>& seqs) {
+  std::vector<int64_t> out;
+  out.reserve(seqs.size());
+  for (const auto& s : seqs) out.push_back(static_cast<int64_t>(s.size()));
+  return out;
+}
+
 Corpus load_corpus(const std::string& src_path, const std::string& tgt_path,
                    const SentencePiece& src_vocab, const SentencePiece& tgt_vocab, int64_t max_len,
                    CorpusStats* stats) {

@@ -24,6 +24,9 @@ struct CorpusStats {
   int64_t invalid_utf8 = 0;  // dropped: a side is not valid UTF-8
 };
 
+// Piece counts of each sequence (no BOS/EOS), as make_batches takes them.
+std::vector<int64_t> sequence_lengths(const std::vector<std::vector<int>>& seqs);
+
 // Reads aligned files; drops invalid UTF-8, empty and over-long pairs (max_len <= 0: keep all
 // non-empty valid pairs). Throws Error when the line counts differ.
 Corpus load_corpus(const std::string& src_path, const std::string& tgt_path,

@@ -65,12 +65,10 @@ Vocabs prepare_vocabs(const Config& c, const std::string& run_dir) {
 class BatchStream {
  public:
   BatchStream(const Corpus& corpus, int64_t batch_tokens, uint64_t seed)
-      : batch_tokens_(batch_tokens), seed_(seed) {
-    for (size_t i = 0; i < corpus.size(); ++i) {
-      src_lens_.push_back(static_cast<int64_t>(corpus.src[i].size()));
-      tgt_lens_.push_back(static_cast<int64_t>(corpus.tgt[i].size()));
-    }
-  }
+      : src_lens_(sequence_lengths(corpus.src)),
+        tgt_lens_(sequence_lengths(corpus.tgt)),
+        batch_tokens_(batch_tokens),
+        seed_(seed) {}
 
   void seek(int64_t epoch, int64_t batch_in_epoch) {
     epoch_ = epoch;
@@ -110,14 +108,11 @@ struct ValidResult {
 ValidResult validate(Transformer& model, const Corpus& corpus, int64_t batch_tokens) {
   model->eval();
   torch::NoGradGuard no_grad;
-  std::vector<int64_t> sl, tl;
-  for (size_t i = 0; i < corpus.size(); ++i) {
-    sl.push_back(static_cast<int64_t>(corpus.src[i].size()));
-    tl.push_back(static_cast<int64_t>(corpus.tgt[i].size()));
-  }
+  const auto plan =
+      make_batches(sequence_lengths(corpus.src), sequence_lengths(corpus.tgt), batch_tokens, 0);
   double nll = 0;
   int64_t tokens = 0;
-  for (const auto& rows : make_batches(sl, tl, batch_tokens, 0)) {
+  for (const auto& rows : plan) {
     const auto b = make_tensor_batch(corpus, rows);
     auto logits = model->forward(b.src, b.tgt_in);
     auto sums =
