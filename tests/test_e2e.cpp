@@ -148,12 +148,9 @@ TEST(EndToEnd, DumpConfigPrintsTheMergedConfig) {
 }
 
 TEST(EndToEnd, EveryCommandHasHelp) {
-  for (const char* cmd : {"train", "translate", "eval"}) {
+  for (const char* cmd : {"train", "translate", "eval", "average"}) {
     const auto r = run_command(nmt() + " " + cmd + " --help");
     EXPECT_EQ(r.status, 0) << cmd;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << cmd;
   }
-  const auto r = run_command(nmt() + " eval --checkpoint x");
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("not available yet"), std::string::npos);
 }

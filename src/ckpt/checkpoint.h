@@ -7,6 +7,8 @@
 
 #include <torch/torch.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -23,6 +25,10 @@ struct TrainerState {
   int64_t batch_in_epoch = 0;  // next batch of that epoch's plan
   int64_t tgt_tokens = 0;      // target tokens trained on so far
   double elapsed_s = 0.0;      // training time so far, across resumes
+  bool has_best = false;       // a validation has run and set best_value
+  double best_value = 0.0;     // best validation train.best_metric so far
+  int64_t best_step = 0;       // step of best_value
+  int64_t validations_without_improvement = 0;  // for train.patience
 };
 
 struct Vocabs {
@@ -31,7 +37,8 @@ struct Vocabs {
   bool joint = true;
 };
 
-// A checkpoint directory, or a run directory (meaning its newest checkpoint). Throws if none.
+// A checkpoint directory, or a run directory: its best checkpoint when there is one, else its
+// newest. Throws if none.
 std::string resolve_checkpoint(const std::string& path);
 // Complete checkpoints of a run, oldest first.
 std::vector<std::string> list_checkpoints(const std::string& run_dir);
@@ -42,6 +49,20 @@ int remove_partial_checkpoints(const std::string& run_dir);
 std::string save_checkpoint(const std::string& run_dir, const Config& config, const Vocabs& vocabs,
                             Transformer& model, torch::optim::Optimizer& optimizer,
                             const TrainerState& state, int64_t keep_last);
+
+// RUN/checkpoints/best: the best checkpoint by validation (train.best_metric).
+std::string best_checkpoint_dir(const std::string& run_dir);
+
+// Writes an inference checkpoint (weights, config, vocabularies, state; no optimizer) atomically
+// into dir, replacing it; `extra` adds keys to state.json. Main process only. Used for the best
+// and averaged checkpoints.
+std::string save_model_checkpoint(const std::string& dir, const Config& config,
+                                  const Vocabs& vocabs, Transformer& model,
+                                  const TrainerState& state,
+                                  const nlohmann::json& extra = nlohmann::json::object());
+
+// state.json of a checkpoint; throws naming the file when it is corrupt or of another version.
+nlohmann::json read_checkpoint_state(const std::string& ckpt_dir);
 
 Config read_checkpoint_config(const std::string& ckpt_dir);
 Vocabs read_checkpoint_vocabs(const std::string& ckpt_dir, bool joint);
@@ -59,5 +80,9 @@ struct LoadedModel {
 };
 // For eval/translate: config, vocabularies and weights from one checkpoint (or run dir).
 LoadedModel load_model(const std::string& checkpoint_or_run_dir);
+
+// Averages the weights of checkpoints with one model config and vocabulary into an inference
+// checkpoint at `output`; returns its path.
+std::string average_checkpoints(const std::vector<std::string>& dirs, const std::string& output);
 
 }  // namespace nmt

@@ -1,18 +1,169 @@
-#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
 
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "ckpt/checkpoint.h"
 #include "cli/commands.h"
+#include "data/corpus.h"
+#include "decode/translate.h"
+#include "eval/metrics.h"
+#include "train/loss.h"
+#include "util/log.h"
 #include "util/util.h"
 
 namespace nmt {
 
+namespace {
+
+std::vector<std::string> read_text_lines(const std::string& path) {
+  auto lines = read_lines(path);
+  for (auto& l : lines) chomp_cr(l);
+  return lines;
+}
+
+void require_same_length(const std::string& a_name, const std::vector<std::string>& a,
+                         const std::string& b_name, const std::vector<std::string>& b) {
+  if (a.size() != b.size())
+    throw Error(a_name + " has " + std::to_string(a.size()) + " lines but " + b_name + " has " +
+                std::to_string(b.size()) + ": nothing is scored against the wrong line");
+}
+
+// sacreBLEU's one-line summary: BLEU = 27.43 58.9/33.6/20.8/13.1 (BP = 1.000 ratio = ...).
+std::string bleu_summary(const BleuResult& b) {
+  char buf[256];
+  const double ratio =
+      b.ref_len > 0 ? static_cast<double>(b.sys_len) / static_cast<double>(b.ref_len) : 0.0;
+  std::snprintf(buf, sizeof buf,
+                "BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld "
+                "ref_len = %lld)",
+                b.score, b.precisions[0], b.precisions[1], b.precisions[2], b.precisions[3],
+                b.bp, ratio, static_cast<long long>(b.sys_len), static_cast<long long>(b.ref_len));
+  return buf;
+}
+
+}  // namespace
+
 void add_eval_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("eval", "Score a checkpoint or a hypothesis file (BLEU, chrF)");
-  auto checkpoint = std::make_shared<std::string>();
-  cmd->add_option("--checkpoint", *checkpoint, "Checkpoint or run directory");
-  cmd->callback([] {
-    throw Error(
-        "nmt eval is not available yet in this version: BLEU/chrF scoring arrives with "
-        "the decoding and evaluation work. Use `nmt translate` to produce hypotheses.");
+  struct Args {
+    std::string checkpoint, src, ref, hyp, hyp_out;
+    int64_t beam = 0;
+    int64_t batch_tokens = 0;
+    double length_penalty = -1;
+    bool json = false;
+    int threads = 0;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "eval",
+      "Score translations with BLEU and chrF (sacreBLEU-compatible): translate --src with a "
+      "checkpoint, or score an existing --hyp file");
+  auto* ckpt_opt = cmd->add_option("--checkpoint", args->checkpoint,
+                                   "Checkpoint directory, or a run directory (its best checkpoint)");
+  cmd->add_option("--src", args->src, "Source file to translate (with --checkpoint)");
+  cmd->add_option("--ref", args->ref, "Reference translations, one per line")->required();
+  auto* hyp_opt = cmd->add_option("--hyp", args->hyp, "Hypothesis file to score (no model)");
+  hyp_opt->excludes(ckpt_opt);
+  cmd->add_option("--hyp-out", args->hyp_out, "Also write the translations here");
+  cmd->add_option("--beam", args->beam, "Beam size; 1 = greedy (default: decode.beam_size)");
+  cmd->add_option("--length-penalty", args->length_penalty,
+                  "GNMT length penalty alpha (default: decode.length_penalty)");
+  cmd->add_option("--batch-tokens", args->batch_tokens,
+                  "Source-token budget per batch (default: decode.batch_tokens)");
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
+  cmd->callback([args] {
+    setup_logging();
+    if (args->checkpoint.empty() == args->hyp.empty())
+      throw Error("give either --checkpoint with --src, or --hyp");
+    if (!args->checkpoint.empty() && args->src.empty())
+      throw Error("--checkpoint needs --src, the source file to translate");
+    if (args->hyp.empty() == false && (!args->src.empty() || !args->hyp_out.empty()))
+      throw Error("--src and --hyp-out need --checkpoint; --hyp scores an existing file");
+    if (args->threads < 0) throw Error("--threads must be >= 0");
+    if (args->beam < 0) throw Error("--beam must be >= 1");
+
+    const auto refs = read_text_lines(args->ref);
+    nlohmann::json report;
+    std::vector<std::string> hyps;
+    std::string loss_line;
+    if (!args->checkpoint.empty()) {
+      torch::set_num_threads(args->threads > 0 ? args->threads : hardware_threads());
+      keep_freed_memory();
+      const auto src = read_text_lines(args->src);
+      require_same_length("--src " + args->src, src, "--ref " + args->ref, refs);
+      LoadedModel m = load_model(args->checkpoint);
+      m.model->eval();
+      TranslateOptions options = translate_options(m.config, args->beam);
+      options.search.nbest = 1;
+      if (args->batch_tokens > 0) options.batch_tokens = args->batch_tokens;
+      if (args->length_penalty >= 0) options.search.length_penalty = args->length_penalty;
+      spdlog::info("translating {} lines with {} (beam {})", src.size(), m.dir,
+                   options.search.beam_size);
+      const auto start = std::chrono::steady_clock::now();
+      TranslateStats stats;
+      hyps = translate_best(m, src, options, &stats);
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!args->hyp_out.empty()) {
+        std::string text;
+        for (const auto& h : hyps) text += h + "\n";
+        write_file_atomic(args->hyp_out, text);
+      }
+      // Reference loss: teacher-forced, over the pairs both sides of which can be encoded.
+      CorpusStats cs;
+      const int64_t max_len = m.config.model.max_positions - 1;
+      const auto corpus = encode_corpus(src, refs, m.vocabs.src, m.vocabs.tgt, max_len, true, &cs);
+      const auto loss = corpus_loss(m.model, corpus, options.batch_tokens);
+      report["checkpoint"] = m.dir;
+      report["beam"] = options.search.beam_size;
+      report["length_penalty"] = options.search.length_penalty;
+      report["loss"] = loss.nll_per_token;
+      report["ppl"] = loss.ppl;
+      report["loss_tokens"] = loss.tokens;
+      report["loss_pairs"] = cs.kept;
+      report["translate_seconds"] = secs;
+      report["sent_per_s"] = static_cast<double>(src.size()) / std::max(secs, 1e-9);
+      report["tgt_tok_per_s"] = static_cast<double>(stats.output_tokens) / std::max(secs, 1e-9);
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "loss = %.4f ppl = %.2f (%lld reference tokens, %lld of %zu pairs)",
+                    loss.nll_per_token, loss.ppl, static_cast<long long>(loss.tokens),
+                    static_cast<long long>(cs.kept), src.size());
+      loss_line = buf;
+      if (cs.kept < static_cast<int64_t>(src.size()))
+        spdlog::warn("reference loss skips {} pairs: {} empty, {} invalid UTF-8", src.size() - cs.kept,
+                     cs.empty, cs.invalid_utf8);
+    } else {
+      hyps = read_text_lines(args->hyp);
+      require_same_length("--hyp " + args->hyp, hyps, "--ref " + args->ref, refs);
+    }
+
+    const auto bleu = corpus_bleu(hyps, refs);
+    const auto chrf = corpus_chrf(hyps, refs);
+    report["bleu"] = bleu.score;
+    report["chrf"] = chrf.score;
+    report["bleu_signature"] = bleu_signature();
+    report["chrf_signature"] = chrf_signature();
+    report["sentences"] = hyps.size();
+    report["bleu_details"] = {{"precisions", bleu.precisions}, {"counts", bleu.counts},
+                              {"totals", bleu.totals},         {"bp", bleu.bp},
+                              {"sys_len", bleu.sys_len},       {"ref_len", bleu.ref_len}};
+    if (args->json) {
+      std::cout << report.dump() << std::endl;
+      return;
+    }
+    char chrf_line[64];
+    std::snprintf(chrf_line, sizeof chrf_line, "chrF2 = %.2f", chrf.score);
+    std::cout << bleu_summary(bleu) << "\n"
+              << chrf_line << "\n"
+              << "BLEU signature: " << bleu_signature() << "\n"
+              << "chrF2 signature: " << chrf_signature() << "\n";
+    if (!loss_line.empty()) std::cout << loss_line << "\n";
+    std::cout.flush();
   });
 }
 

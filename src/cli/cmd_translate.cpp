@@ -2,20 +2,36 @@
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
-#include "decode/greedy.h"
+#include "decode/attention_plot.h"
+#include "decode/translate.h"
 #include "util/log.h"
 #include "util/util.h"
 
 namespace nmt {
 
 namespace {
-// Lines per chunk: output is flushed after each, so pipes see results before EOF.
-constexpr size_t kChunkLines = 1000;
+
+std::string format_score(double score) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", score);
+  return buf;
+}
+
+void write_attention(const std::string& dir, int64_t sentence, AttentionMap map) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/%06lld", static_cast<long long>(sentence));
+  map.sentence = sentence;
+  write_file_atomic(dir + name + ".svg", attention_svg(map));
+  write_file_atomic(dir + name + ".json", attention_json(map) + "\n");
+}
 }  // namespace
 
 void add_translate_command(CLI::App& app) {
@@ -24,27 +40,69 @@ void add_translate_command(CLI::App& app) {
     std::string input;
     std::string output;
     int64_t batch_tokens = 0;
+    int64_t beam = 0;
+    int64_t nbest = 0;
+    double length_penalty = -1;
+    bool scores = false;
+    std::string attention_out;
+    int64_t attention_layer = -1;
+    int64_t attention_head = -1;
     int threads = 0;
+    int64_t chunk_lines = 1000;
   };
   auto args = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("translate", "Translate text, one sentence a line (greedy)");
-  cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint directory or run directory")
+  auto* cmd = app.add_subcommand("translate", "Translate text, one sentence a line");
+  cmd->add_option("--checkpoint", args->checkpoint,
+                  "Checkpoint directory, or a run directory (its best checkpoint, else newest)")
       ->required();
   cmd->add_option("--input", args->input, "Input file (default: stdin)");
   cmd->add_option("--output", args->output, "Output file (default: stdout)");
   cmd->add_option("--batch-tokens", args->batch_tokens,
-                  "Source-token budget per batch (default: decode.batch_tokens)");
+                  "Source-token budget per batch, beams included (default: decode.batch_tokens)");
+  cmd->add_option("--beam", args->beam, "Beam size; 1 = greedy (default: decode.beam_size)");
+  cmd->add_option("--nbest", args->nbest,
+                  "Write the N best hypotheses as 'index ||| hypothesis ||| score' lines");
+  cmd->add_option("--length-penalty", args->length_penalty,
+                  "GNMT length penalty alpha (default: decode.length_penalty)");
+  cmd->add_flag("--scores", args->scores, "Add each hypothesis' score as a tab-separated column");
+  cmd->add_option("--attention-out", args->attention_out,
+                  "Write a cross-attention heatmap (NNNNNN.svg) and its weights (NNNNNN.json) "
+                  "per input line into this directory");
+  cmd->add_option("--attention-layer", args->attention_layer,
+                  "Decoder layer for --attention-out, 0-based (default: the last)");
+  cmd->add_option("--attention-head", args->attention_head,
+                  "Head for --attention-out, 0-based (default: mean over heads)");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
+  cmd->add_option("--chunk-lines", args->chunk_lines,
+                  "Lines read, translated and flushed at a time: output starts before the input "
+                  "ends (default: 1000)");
   cmd->callback([args] {
     setup_logging();
     if (args->threads < 0) throw Error("--threads must be >= 0");
+    if (args->chunk_lines < 1) throw Error("--chunk-lines must be >= 1");
+    if (args->beam < 0) throw Error("--beam must be >= 1");
+    if (args->nbest < 0) throw Error("--nbest must be >= 1");
+    if (args->attention_layer < -1 || args->attention_head < -1)
+      throw Error("--attention-layer and --attention-head must be >= 0");
     torch::set_num_threads(args->threads > 0 ? args->threads : hardware_threads());
     keep_freed_memory();
     LoadedModel m = load_model(args->checkpoint);
+    m.model->eval();
     spdlog::info("loaded {}", m.dir);
-    const int64_t batch_tokens =
-        args->batch_tokens > 0 ? args->batch_tokens : m.config.decode.batch_tokens;
-    const DecodeLimits limits{m.config.decode.max_len_a, m.config.decode.max_len_b};
+    TranslateOptions options = translate_options(m.config, args->beam);
+    if (args->batch_tokens > 0) options.batch_tokens = args->batch_tokens;
+    if (args->length_penalty >= 0) options.search.length_penalty = args->length_penalty;
+    const bool nbest_mode = args->nbest > 0;
+    options.search.nbest = nbest_mode ? args->nbest : 1;
+    if (options.search.nbest > options.search.beam_size)
+      throw Error("--nbest " + std::to_string(options.search.nbest) + " exceeds the beam size " +
+                  std::to_string(options.search.beam_size) + " (raise --beam)");
+    options.attention = !args->attention_out.empty();
+    options.attention_layer = args->attention_layer;
+    options.attention_head = args->attention_head;
+    if (options.attention) std::filesystem::create_directories(args->attention_out);
+    spdlog::info("beam {}, length penalty {}", options.search.beam_size,
+                 options.search.length_penalty);
 
     std::ifstream in_file;
     if (!args->input.empty()) {
@@ -61,30 +119,50 @@ void add_translate_command(CLI::App& app) {
 
     TranslateStats total;
     std::vector<std::string> chunk;
-    std::string line;
+    int64_t first_line = 0;  // 0-based index of the chunk's first line
     auto flush_chunk = [&] {
       TranslateStats s;
-      for (const auto& hyp : translate_lines(m, chunk, batch_tokens, limits, &s))
-        out << hyp << '\n';
+      const auto results = translate_lines(m, chunk, options, &s);
+      for (size_t i = 0; i < results.size(); ++i) {
+        const auto& r = results[i];
+        const int64_t index = first_line + static_cast<int64_t>(i);
+        if (nbest_mode) {
+          for (size_t j = 0; j < r.texts.size(); ++j)
+            out << index << " ||| " << r.texts[j] << " ||| " << format_score(r.scores[j]) << '\n';
+        } else if (args->scores) {
+          out << r.texts[0] << '\t' << format_score(r.scores[0]) << '\n';
+        } else {
+          out << r.texts[0] << '\n';
+        }
+        if (r.attention) write_attention(args->attention_out, index + 1, *r.attention);
+      }
       out.flush();
       if (!out) throw Error("cannot write output");
       total.lines += s.lines;
       total.truncated += s.truncated;
       total.replaced_bytes += s.replaced_bytes;
+      total.output_tokens += s.output_tokens;
+      first_line += static_cast<int64_t>(chunk.size());
       chunk.clear();
     };
+    const auto start = std::chrono::steady_clock::now();
+    std::string line;
     while (std::getline(in, line)) {
       chomp_cr(line);
       chunk.push_back(std::move(line));
-      if (chunk.size() >= kChunkLines) flush_chunk();
+      if (static_cast<int64_t>(chunk.size()) >= args->chunk_lines) flush_chunk();
     }
     if (!chunk.empty()) flush_chunk();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (total.truncated > 0)
       spdlog::warn("{} lines were longer than the model's input limit and were truncated",
                    total.truncated);
     if (total.replaced_bytes > 0)
       spdlog::warn("{} invalid UTF-8 or NUL bytes were replaced with U+FFFD", total.replaced_bytes);
-    spdlog::info("translated {} lines", total.lines);
+    spdlog::info("translated {} lines in {:.2f} s ({:.1f} sentences/s, {:.1f} target tokens/s)",
+                 total.lines, secs, static_cast<double>(total.lines) / std::max(secs, 1e-9),
+                 static_cast<double>(total.output_tokens) / std::max(secs, 1e-9));
   });
 }
 

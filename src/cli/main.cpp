@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   nmt::add_train_command(app);
   nmt::add_translate_command(app);
   nmt::add_eval_command(app);
+  nmt::add_average_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -128,7 +128,15 @@ void visit(TrainConfig& c, V& v) {
     in_range(0.0, 1.0, false));
   v("clip_norm", c.clip_norm, "clip the global gradient norm to this (0 = off)",
     in_range(0.0, 1e9));
-  v("valid_every", c.valid_every, "steps between validation-loss passes (0 = only at the end)",
+  v("valid_every", c.valid_every,
+    "steps between validation passes: loss, perplexity and BLEU (0 = only at the end)",
+    at_least(0));
+  v("valid_beam", c.valid_beam, "beam size for validation BLEU (1 = greedy)", at_least(1));
+  v("best_metric", c.best_metric,
+    "what picks DIR/checkpoints/best: validation bleu, chrf (higher is better) or loss",
+    one_of({"bleu", "chrf", "loss"}));
+  v("patience", c.patience,
+    "stop after this many validations without improvement of best_metric (0 = off)",
     at_least(0));
 }
 
@@ -137,6 +145,12 @@ void visit(DecodeConfig& c, V& v) {
   v("max_len_a", c.max_len_a, "output length limit: a * source_length + b", in_range(0.0, 1e3));
   v("max_len_b", c.max_len_b, "output length limit: a * source_length + b", at_least(0));
   v("batch_tokens", c.batch_tokens, "source-token budget of one translation batch", at_least(1));
+  v("beam_size", c.beam_size, "hypotheses kept per sentence during search (1 = greedy)",
+    at_least(1));
+  v("length_penalty", c.length_penalty,
+    "GNMT length penalty alpha: score = log P / ((5 + |Y|) / 6)^alpha, |Y| with EOS (0 = none)",
+    in_range(0.0, 10.0));
+  v("nbest", c.nbest, "hypotheses written per sentence (at most beam_size)", at_least(1));
 }
 
 template <class V>
@@ -341,6 +355,9 @@ void validate_cross_fields(const Config& c) {
                 std::to_string(c.model.max_positions));
   if (c.train.max_steps == 0 && c.train.max_epochs == 0)
     throw Error("train.max_steps: set train.max_steps or train.max_epochs (both are 0)");
+  if (c.decode.nbest > c.decode.beam_size)
+    throw Error("decode.nbest: " + std::to_string(c.decode.nbest) + " exceeds decode.beam_size " +
+                std::to_string(c.decode.beam_size));
   if (c.data.valid_src.empty() != c.data.valid_tgt.empty())
     throw Error("data.valid_tgt: give both valid_src and valid_tgt, or neither");
 }

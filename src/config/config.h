@@ -58,13 +58,19 @@ struct TrainConfig {
   double adam_eps = 1e-9;        // Adam epsilon
   double label_smoothing = 0.1;  // probability mass spread over the vocabulary
   double clip_norm = 1.0;        // global gradient-norm clip (0 = off)
-  int64_t valid_every = 0;       // steps between validation-loss passes (0 = only at the end)
+  int64_t valid_every = 0;       // steps between validation passes (0 = only at the end)
+  int64_t valid_beam = 1;        // beam size for validation BLEU (1 = greedy)
+  std::string best_metric = "bleu";  // bleu | chrf | loss: what picks DIR/checkpoints/best
+  int64_t patience = 0;          // stop after this many validations without improvement (0 = off)
 };
 
 struct DecodeConfig {
   double max_len_a = 1.5;       // output length limit: a * source_length + b
   int64_t max_len_b = 10;       // output length limit: a * source_length + b
   int64_t batch_tokens = 4096;  // source-token budget of a translation batch
+  int64_t beam_size = 5;        // hypotheses kept per sentence (1 = greedy)
+  double length_penalty = 0.6;  // GNMT alpha: score = log P / ((5 + |Y|) / 6)^alpha (0 = none)
+  int64_t nbest = 1;            // hypotheses written per sentence (<= beam_size)
 };
 
 struct Config {

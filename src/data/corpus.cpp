@@ -1,5 +1,6 @@
 #include "data/corpus.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "util/util.h"
@@ -21,6 +22,16 @@ Corpus load_corpus(const std::string& src_path, const std::string& tgt_path,
   if (src_lines.size() != tgt_lines.size())
     throw Error("line counts differ: " + src_path + " has " + std::to_string(src_lines.size()) +
                 " lines, " + tgt_path + " has " + std::to_string(tgt_lines.size()));
+  return encode_corpus(src_lines, tgt_lines, src_vocab, tgt_vocab, max_len, false, stats);
+}
+
+Corpus encode_corpus(const std::vector<std::string>& src_lines,
+                     const std::vector<std::string>& tgt_lines, const SentencePiece& src_vocab,
+                     const SentencePiece& tgt_vocab, int64_t max_len, bool truncate,
+                     CorpusStats* stats) {
+  if (src_lines.size() != tgt_lines.size())
+    throw Error("encode_corpus: " + std::to_string(src_lines.size()) + " source lines but " +
+                std::to_string(tgt_lines.size()) + " target lines");
   CorpusStats s;
   Corpus corpus;
   s.total = static_cast<int64_t>(src_lines.size());
@@ -41,7 +52,9 @@ Corpus load_corpus(const std::string& src_path, const std::string& tgt_path,
     if (max_len > 0 &&
         (static_cast<int64_t>(x.size()) > max_len || static_cast<int64_t>(y.size()) > max_len)) {
       ++s.too_long;
-      continue;
+      if (!truncate) continue;
+      x.resize(std::min<size_t>(x.size(), static_cast<size_t>(max_len)));
+      y.resize(std::min<size_t>(y.size(), static_cast<size_t>(max_len)));
     }
     corpus.src.push_back(std::move(x));
     corpus.tgt.push_back(std::move(y));

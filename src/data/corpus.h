@@ -20,7 +20,7 @@ struct CorpusStats {
   int64_t total = 0;         // pairs read
   int64_t kept = 0;          // pairs kept
   int64_t empty = 0;         // dropped: a side is empty (or whitespace only)
-  int64_t too_long = 0;      // dropped: a side has more than max_len pieces
+  int64_t too_long = 0;      // dropped (or truncated): a side has more than max_len pieces
   int64_t invalid_utf8 = 0;  // dropped: a side is not valid UTF-8
 };
 
@@ -32,6 +32,13 @@ std::vector<int64_t> sequence_lengths(const std::vector<std::vector<int>>& seqs)
 Corpus load_corpus(const std::string& src_path, const std::string& tgt_path,
                    const SentencePiece& src_vocab, const SentencePiece& tgt_vocab, int64_t max_len,
                    CorpusStats* stats);
+
+// As load_corpus, on lines in memory; with `truncate`, over-long pairs are cut to max_len
+// instead of dropped (still counted in too_long).
+Corpus encode_corpus(const std::vector<std::string>& src_lines,
+                     const std::vector<std::string>& tgt_lines, const SentencePiece& src_vocab,
+                     const SentencePiece& tgt_vocab, int64_t max_len, bool truncate,
+                     CorpusStats* stats);
 
 // Writes the valid, non-empty lines of the given files to out_path (vocabulary training input).
 int64_t write_clean_lines(const std::vector<std::string>& inputs, const std::string& out_path);

@@ -60,30 +60,53 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, d
   out_ = register_module("out", xavier_linear(d_model, d_model));
 }
 
-torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
-                                              const torch::Tensor& bias) {
-  const int64_t B = x.size(0), Tq = x.size(1);
-  torch::Tensor q, k, v;
-  if (cross_) {
-    const int64_t Tk = memory.size(1);
-    q = q_(x).view({B, Tq, heads_, head_dim_}).transpose(1, 2);
-    auto kv = kv_(memory).view({B, Tk, 2, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
-    k = kv[0];
-    v = kv[1];
-  } else {
-    auto qkv = qkv_(x).view({B, Tq, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
-    q = qkv[0];
-    k = qkv[1];
-    v = qkv[2];
-  }
+torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const {
+  return x.view({x.size(0), x.size(1), heads_, head_dim_}).transpose(1, 2);
+}
+
+torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
+                                             const torch::Tensor& v, const torch::Tensor& bias,
+                                             torch::Tensor* weights_out) {
   // Scaling q before the product costs Tq*dk multiplies instead of Tq*Tk.
   auto scores =
       torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(head_dim_))), k.transpose(-2, -1));
   if (bias.defined()) scores = scores + bias;
   auto weights = torch::softmax(scores, -1);
+  if (weights_out != nullptr) *weights_out = weights;
   weights = F::dropout(weights, F::DropoutFuncOptions().p(dropout_).training(is_training()));
+  const int64_t B = q.size(0), Tq = q.size(2);
   auto context = torch::matmul(weights, v).transpose(1, 2).reshape({B, Tq, d_model_});
   return out_(context);
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
+                                              const torch::Tensor& bias, torch::Tensor* weights) {
+  const int64_t B = x.size(0), Tq = x.size(1);
+  if (cross_) {
+    auto [k, v] = memory_kv(memory);
+    return attend(split_heads(q_(x)), k, v, bias, weights);
+  }
+  auto qkv = qkv_(x).view({B, Tq, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
+  return attend(qkv[0], qkv[1], qkv[2], bias, weights);
+}
+
+std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::memory_kv(
+    const torch::Tensor& memory) {
+  const int64_t B = memory.size(0), Tk = memory.size(1);
+  auto kv = kv_(memory).view({B, Tk, 2, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
+  return {kv[0], kv[1]};
+}
+
+torch::Tensor MultiHeadAttentionImpl::step(const torch::Tensor& x, torch::Tensor& k,
+                                           torch::Tensor& v, const torch::Tensor& bias,
+                                           torch::Tensor* weights) {
+  if (cross_) return attend(split_heads(q_(x)), k, v, bias, weights);
+  const int64_t B = x.size(0);
+  auto qkv = qkv_(x).view({B, 1, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
+  k = k.defined() ? torch::cat({k, qkv[1]}, 2) : qkv[1].contiguous();
+  v = v.defined() ? torch::cat({v, qkv[2]}, 2) : qkv[2].contiguous();
+  // The newest position may attend to every cached one: no mask needed.
+  return attend(qkv[0], k, v, torch::Tensor(), weights);
 }
 
 FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout)
@@ -129,14 +152,43 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c)
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& self_bias,
                                         const torch::Tensor& memory,
-                                        const torch::Tensor& memory_bias) {
+                                        const torch::Tensor& memory_bias,
+                                        torch::Tensor* cross_weights) {
   auto h =
       residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
                [&](const torch::Tensor& y) { return self_attn_(y, torch::Tensor(), self_bias); });
-  h = residual(h, cross_attn_norm_, pre_norm_, dropout_, is_training(),
-               [&](const torch::Tensor& y) { return cross_attn_(y, memory, memory_bias); });
+  h = residual(h, cross_attn_norm_, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& y) {
+    return cross_attn_(y, memory, memory_bias, cross_weights);
+  });
   return residual(h, ffn_norm_, pre_norm_, dropout_, is_training(),
                   [&](const torch::Tensor& y) { return ffn_(y); });
+}
+
+torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, DecoderState& state, size_t i,
+                                     torch::Tensor* cross_weights) {
+  auto h = residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
+                    [&](const torch::Tensor& y) {
+                      return self_attn_->step(y, state.self_k[i], state.self_v[i], torch::Tensor());
+                    });
+  h = residual(h, cross_attn_norm_, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& y) {
+    return cross_attn_->step(y, state.cross_k[i], state.cross_v[i], state.memory_bias,
+                             cross_weights);
+  });
+  return residual(h, ffn_norm_, pre_norm_, dropout_, is_training(),
+                  [&](const torch::Tensor& y) { return ffn_(y); });
+}
+
+void DecoderState::select(const torch::Tensor& index) {
+  for (auto* caches : {&self_k, &self_v, &cross_k, &cross_v})
+    for (auto& t : *caches)
+      if (t.defined()) t = t.index_select(0, index);
+  memory_bias = memory_bias.index_select(0, index);
+}
+
+void DecoderState::reorder(const torch::Tensor& index) {
+  for (auto* caches : {&self_k, &self_v})
+    for (auto& t : *caches)
+      if (t.defined()) t = t.index_select(0, index);
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_t tgt_vocab)
@@ -173,16 +225,17 @@ TransformerImpl::TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_
 }
 
 torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, torch::nn::Embedding& table,
-                                     const torch::nn::Embedding& learned_positions) {
+                                     const torch::nn::Embedding& learned_positions,
+                                     int64_t offset) {
   const int64_t T = tokens.size(1);
-  if (T > config_.max_positions)
-    throw Error("sequence of " + std::to_string(T) + " tokens exceeds model.max_positions " +
-                std::to_string(config_.max_positions));
+  if (offset + T > config_.max_positions)
+    throw Error("sequence of " + std::to_string(offset + T) +
+                " tokens exceeds model.max_positions " + std::to_string(config_.max_positions));
   auto x = table->forward(tokens) * scale_;
   if (learned_positions)
-    x = x + learned_positions->weight.narrow(0, 0, T);
+    x = x + learned_positions->weight.narrow(0, offset, T);
   else
-    x = x + sinusoids_.narrow(0, 0, T).to(x.device());
+    x = x + sinusoids_.narrow(0, offset, T).to(x.device());
   return F::dropout(x, F::DropoutFuncOptions().p(config_.dropout).training(is_training()));
 }
 
@@ -195,13 +248,43 @@ Encoded TransformerImpl::encode(const torch::Tensor& src) {
   return enc;
 }
 
-torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const Encoded& enc) {
+torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const Encoded& enc,
+                                      std::vector<torch::Tensor>* cross_weights) {
   const int64_t T = tgt_in.size(1);
   // Right-padded targets: the causal mask alone keeps real positions off the padding.
   auto self_bias = mask_to_bias(causal_mask(T));
   auto x = embed(tgt_in, tgt_embed_, tgt_pos_);
-  for (const auto& layer : *decoder_)
-    x = layer->as<DecoderLayer>()->forward(x, self_bias, enc.memory, enc.bias);
+  if (cross_weights != nullptr) cross_weights->assign(decoder_->size(), torch::Tensor());
+  for (size_t i = 0; i < decoder_->size(); ++i)
+    x = decoder_[i]->as<DecoderLayer>()->forward(
+        x, self_bias, enc.memory, enc.bias,
+        cross_weights != nullptr ? &(*cross_weights)[i] : nullptr);
+  return decoder_norm_ ? decoder_norm_(x) : x;
+}
+
+DecoderState TransformerImpl::start_decoding(const Encoded& enc) {
+  DecoderState state;
+  const size_t layers = decoder_->size();
+  state.self_k.resize(layers);
+  state.self_v.resize(layers);
+  for (size_t i = 0; i < layers; ++i) {
+    auto [k, v] = decoder_[i]->as<DecoderLayer>()->memory_kv(enc.memory);
+    state.cross_k.push_back(k);
+    state.cross_v.push_back(v);
+  }
+  state.memory_bias = enc.bias;
+  return state;
+}
+
+torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderState& state,
+                                           std::vector<torch::Tensor>* cross_weights) {
+  auto x = embed(tokens.view({-1, 1}), tgt_embed_, tgt_pos_, state.length);
+  if (cross_weights != nullptr) cross_weights->assign(decoder_->size(), torch::Tensor());
+  for (size_t i = 0; i < decoder_->size(); ++i)
+    x = decoder_[i]->as<DecoderLayer>()->step(
+        x, state, i, cross_weights != nullptr ? &(*cross_weights)[i] : nullptr);
+  ++state.length;
+  x = x.squeeze(1);
   return decoder_norm_ ? decoder_norm_(x) : x;
 }
 

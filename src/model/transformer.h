@@ -3,6 +3,9 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+#include <vector>
+
 #include "config/config.h"
 
 namespace nmt {
@@ -16,11 +19,26 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
  public:
   MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout, bool cross);
   // x: [B, Tq, d]; memory: [B, Tk, d] for cross-attention (ignored for self-attention);
-  // bias: additive, broadcastable to [B, heads, Tq, Tk], or undefined.
+  // bias: additive, broadcastable to [B, heads, Tq, Tk], or undefined. When `weights` is given it
+  // receives the attention probabilities [B, heads, Tq, Tk].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory,
-                        const torch::Tensor& bias);
+                        const torch::Tensor& bias, torch::Tensor* weights = nullptr);
+
+  // Cross-attention keys and values of a memory, [B, heads, Tk, head_dim] each: computed once per
+  // sentence for incremental decoding.
+  std::pair<torch::Tensor, torch::Tensor> memory_kv(const torch::Tensor& memory);
+
+  // One incremental step for x [B, 1, d]. Self-attention appends this position's key and value
+  // to k/v (undefined at the first step); cross-attention attends over k/v from memory_kv.
+  torch::Tensor step(const torch::Tensor& x, torch::Tensor& k, torch::Tensor& v,
+                     const torch::Tensor& bias, torch::Tensor* weights = nullptr);
 
  private:
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& bias, torch::Tensor* weights);
+  torch::Tensor split_heads(const torch::Tensor& x) const;
+
+
   int64_t d_model_, heads_, head_dim_;
   double dropout_;
   bool cross_;
@@ -54,11 +72,33 @@ class EncoderLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(EncoderLayer);
 
+// Incremental decoding state: per-layer attention keys/values for N hypotheses.
+struct DecoderState {
+  std::vector<torch::Tensor> self_k, self_v;    // [N, heads, t, head_dim], grown by each step
+  std::vector<torch::Tensor> cross_k, cross_v;  // [N, heads, S, head_dim], computed once
+  torch::Tensor memory_bias;                    // [N, 1, 1, S] source key-padding bias
+  int64_t length = 0;                           // target positions fed so far
+
+  // Keeps rows `index` (int64, may repeat) of every cache: finished rows leave, survivors move.
+  void select(const torch::Tensor& index);
+  // Beam reordering inside each sentence's block of rows: the source-side caches are identical
+  // within a block, so only the self-attention caches move.
+  void reorder(const torch::Tensor& index);
+};
+
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   explicit DecoderLayerImpl(const ModelConfig& c);
+  // cross_weights, when given, receives the cross-attention probabilities [B, heads, T, S].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& self_bias,
-                        const torch::Tensor& memory, const torch::Tensor& memory_bias);
+                        const torch::Tensor& memory, const torch::Tensor& memory_bias,
+                        torch::Tensor* cross_weights = nullptr);
+  // One position x [N, 1, d] using and extending layer `i` of the state.
+  torch::Tensor step(const torch::Tensor& x, DecoderState& state, size_t i,
+                     torch::Tensor* cross_weights = nullptr);
+  std::pair<torch::Tensor, torch::Tensor> memory_kv(const torch::Tensor& memory) {
+    return cross_attn_->memory_kv(memory);
+  }
 
  private:
   bool pre_norm_;
@@ -82,8 +122,17 @@ class TransformerImpl : public torch::nn::Module {
   TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_t tgt_vocab);
 
   Encoded encode(const torch::Tensor& src);
-  // Decoder hidden states [B, T, d] for target inputs (BOS-prefixed), causally masked.
-  torch::Tensor decode(const torch::Tensor& tgt_in, const Encoded& enc);
+  // Decoder hidden states [B, T, d] for target inputs (BOS-prefixed), causally masked. When
+  // cross_weights is given it receives each layer's cross-attention [B, heads, T, S].
+  torch::Tensor decode(const torch::Tensor& tgt_in, const Encoded& enc,
+                       std::vector<torch::Tensor>* cross_weights = nullptr);
+
+  // Incremental decoding: start_decoding computes the source-side caches once; each
+  // decode_step feeds one token per row [N] and returns the final hidden states [N, d], equal
+  // to decode() at that position. cross_weights as in decode(), here [N, heads, 1, S].
+  DecoderState start_decoding(const Encoded& enc);
+  torch::Tensor decode_step(const torch::Tensor& tokens, DecoderState& state,
+                            std::vector<torch::Tensor>* cross_weights = nullptr);
   // Vocabulary logits for hidden states of any leading shape.
   torch::Tensor project(const torch::Tensor& hidden);
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
@@ -91,8 +140,9 @@ class TransformerImpl : public torch::nn::Module {
   const ModelConfig& config() const { return config_; }
 
  private:
+  // Scaled embeddings plus positions offset, offset+1, ... for tokens [B, T].
   torch::Tensor embed(const torch::Tensor& tokens, torch::nn::Embedding& table,
-                      const torch::nn::Embedding& learned_positions);
+                      const torch::nn::Embedding& learned_positions, int64_t offset = 0);
 
   ModelConfig config_;
   double scale_;

@@ -3,6 +3,9 @@
 
 #include <torch/torch.h>
 
+#include "data/corpus.h"
+#include "model/transformer.h"
+
 namespace nmt {
 
 struct LossSums {
@@ -17,5 +20,15 @@ struct LossSums {
 // nothing.
 LossSums label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target,
                              double epsilon, int64_t ignore_index);
+
+struct CorpusLoss {
+  double nll_per_token = 0;  // mean negative log-likelihood per target token (EOS included)
+  double ppl = 0;            // exp(nll_per_token)
+  int64_t tokens = 0;        // target tokens scored
+};
+
+// Teacher-forced loss of a corpus, batched by token budget. Switches the model to eval mode
+// and back to the mode it was in.
+CorpusLoss corpus_loss(Transformer& model, const Corpus& corpus, int64_t batch_tokens);
 
 }  // namespace nmt

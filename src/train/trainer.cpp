@@ -13,6 +13,8 @@
 #include "data/batching.h"
 #include "data/corpus.h"
 #include "data/tensors.h"
+#include "decode/translate.h"
+#include "eval/metrics.h"
 #include "model/transformer.h"
 #include "train/loss.h"
 #include "train/noam.h"
@@ -99,32 +101,31 @@ class BatchStream {
   std::vector<std::vector<int64_t>> plan_;
 };
 
-struct ValidResult {
-  double nll_per_token = 0;
-  double ppl = 0;
-  int64_t tokens = 0;
+// Validation data: the filtered corpus for the loss, the raw lines for BLEU.
+struct ValidSet {
+  Corpus corpus;
+  std::vector<std::string> src_lines, ref_lines;
+  bool empty() const { return src_lines.empty(); }
 };
 
-ValidResult validate(Transformer& model, const Corpus& corpus, int64_t batch_tokens) {
-  model->eval();
-  torch::NoGradGuard no_grad;
-  const auto plan =
-      make_batches(sequence_lengths(corpus.src), sequence_lengths(corpus.tgt), batch_tokens, 0);
-  double nll = 0;
-  int64_t tokens = 0;
-  for (const auto& rows : plan) {
-    const auto b = make_tensor_batch(corpus, rows);
-    auto logits = model->forward(b.src, b.tgt_in);
-    auto sums =
-        label_smoothed_loss(logits.view({-1, logits.size(-1)}), b.tgt_out.view(-1), 0.0, kPadId);
-    nll += sums.nll.item<double>();
-    tokens += sums.tokens;
-  }
-  model->train();
+struct ValidResult {
+  CorpusLoss loss;
+  double bleu = 0, chrf = 0;
+};
+
+ValidResult validate(const Config& config, const Vocabs& vocabs, Transformer& model,
+                     const ValidSet& valid) {
   ValidResult r;
-  r.tokens = tokens;
-  r.nll_per_token = tokens > 0 ? nll / static_cast<double>(tokens) : 0.0;
-  r.ppl = std::exp(r.nll_per_token);
+  r.loss = corpus_loss(model, valid.corpus, config.train.batch_tokens);
+  const bool was_training = model->is_training();
+  model->eval();
+  LoadedModel view{config, vocabs, model, ""};
+  const auto hyps =
+      translate_best(view, valid.src_lines, translate_options(config, config.train.valid_beam),
+                     nullptr);
+  model->train(was_training);
+  r.bleu = corpus_bleu(hyps, valid.ref_lines).score;
+  r.chrf = corpus_chrf(hyps, valid.ref_lines).score;
   return r;
 }
 
@@ -195,11 +196,15 @@ void train(const Config& config, const TrainOptions& options) {
   log_corpus("training", stats);
   if (corpus.size() == 0)
     throw Error("no training pairs left after filtering " + config.data.train_src);
-  Corpus valid;
+  ValidSet valid;
   if (!config.data.valid_src.empty()) {
-    valid = load_corpus(config.data.valid_src, config.data.valid_tgt, vocabs.src, vocabs.tgt,
-                        config.model.max_positions - 2, &stats);
+    valid.corpus = load_corpus(config.data.valid_src, config.data.valid_tgt, vocabs.src,
+                               vocabs.tgt, config.model.max_positions - 2, &stats);
     log_corpus("validation", stats);
+    valid.src_lines = read_lines(config.data.valid_src);
+    valid.ref_lines = read_lines(config.data.valid_tgt);
+    for (auto* lines : {&valid.src_lines, &valid.ref_lines})
+      for (auto& l : *lines) chomp_cr(l);
   }
 
   torch::manual_seed(static_cast<uint64_t>(config.train.seed));
@@ -287,16 +292,52 @@ void train(const Config& config, const TrainOptions& options) {
     clear_progress();
     spdlog::info("saved checkpoint {}", path);
   };
-  auto run_validation = [&] {
-    if (valid.size() == 0) return;
-    const auto r = validate(model, valid, config.train.batch_tokens);
+  // Validates, keeps the best checkpoint and counts validations without improvement. Returns
+  // false when early stopping says training should end.
+  const bool higher_is_better = tc.best_metric != "loss";
+  int64_t last_validated_step = -1;
+  auto run_validation = [&]() -> bool {
+    last_validated_step = state.step;
+    if (valid.empty()) return true;
+    const auto r = validate(config, vocabs, model, valid);
     clear_progress();
-    spdlog::info("validation at step {}: nll {:.4f}, ppl {:.2f} ({} tokens)", state.step,
-                 r.nll_per_token, r.ppl, r.tokens);
+    const double value = tc.best_metric == "bleu"   ? r.bleu
+                         : tc.best_metric == "chrf" ? r.chrf
+                                                    : r.loss.nll_per_token;
+    const bool improved = !state.has_best || (higher_is_better ? value > state.best_value
+                                                               : value < state.best_value);
+    spdlog::info("validation at step {}: nll {:.4f}, ppl {:.2f}, BLEU {:.2f}, chrF2 {:.2f} "
+                 "({} tokens, beam {}){}",
+                 state.step, r.loss.nll_per_token, r.loss.ppl, r.bleu, r.chrf, r.loss.tokens,
+                 tc.valid_beam, improved ? " *best*" : "");
     write_metrics({{"step", state.step},
-                   {"valid_loss", r.nll_per_token},
-                   {"valid_ppl", r.ppl},
-                   {"valid_tokens", r.tokens}});
+                   {"valid_loss", r.loss.nll_per_token},
+                   {"valid_ppl", r.loss.ppl},
+                   {"valid_tokens", r.loss.tokens},
+                   {"valid_bleu", r.bleu},
+                   {"valid_chrf", r.chrf},
+                   {"best", improved}});
+    if (improved) {
+      state.has_best = true;
+      state.best_value = value;
+      state.best_step = state.step;
+      state.validations_without_improvement = 0;
+      const auto path = save_model_checkpoint(
+          best_checkpoint_dir(run_dir), config, vocabs, model, state,
+          {{"best_metric", tc.best_metric}, {"best_value", value}});
+      if (!path.empty()) spdlog::info("saved best checkpoint {} ({} {:.4f})", path,
+                                      tc.best_metric, value);
+      return true;
+    }
+    ++state.validations_without_improvement;
+    if (tc.patience > 0 && state.validations_without_improvement >= tc.patience) {
+      spdlog::info("early stopping: valid {} has not improved in {} validations; best {:.4f} at "
+                   "step {}",
+                   tc.best_metric, state.validations_without_improvement, state.best_value,
+                   state.best_step);
+      return false;
+    }
+    return true;
   };
 
   while (!done()) {
@@ -380,11 +421,13 @@ void train(const Config& config, const TrainOptions& options) {
       interval_tokens = interval_steps = 0;
       interval_loss = interval_nll = 0;
     }
-    if (tc.valid_every > 0 && state.step % tc.valid_every == 0) run_validation();
+    bool keep_going = true;
+    if (tc.valid_every > 0 && state.step % tc.valid_every == 0) keep_going = run_validation();
     if (state.step % tc.save_every == 0) save();
+    if (!keep_going) break;
   }
   clear_progress();
-  if (tc.valid_every == 0 || state.step % tc.valid_every != 0) run_validation();
+  if (last_validated_step != state.step) run_validation();
   if (last_saved_step != state.step) save();
   spdlog::info("training done: {} steps, {} target tokens, {}", state.step, state.tgt_tokens,
                format_duration(elapsed()));

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Translation speed and quality: nmt greedy and beam 5 vs the PyTorch peer's greedy
+# (../shared/bench/peer_torch.py translate, which re-decodes the whole prefix at every step), on
+# Multi30k test_2016_flickr en->de, with models trained for the same steps in this run.
+#   scripts/bench_translate.sh [STEPS] [THREADS]     (defaults: 800 steps, 2 threads)
+# Environment: WARMUP (Noam warm-up for both trainers, default STEPS), RETRAIN=1 to retrain
+# models left by an earlier run in bench/translate.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+STEPS="${1:-800}"
+THREADS="${2:-2}"
+WARMUP="${WARMUP:-$STEPS}"
+PEER="${PEER:-$ROOT/../shared/bench/peer_torch.py}"
+OUT="$ROOT/bench/translate"
+SRC=data/multi30k/test_2016_flickr.en
+REF=data/multi30k/test_2016_flickr.de
+
+[[ -x build/nmt ]] || { echo "build/nmt is missing: run scripts/setup.sh" >&2; exit 1; }
+[[ -f "$PEER" ]] || { echo "peer script not found: $PEER" >&2; exit 1; }
+if [[ ! -s "$REF" ]]; then
+  scripts/get_data.sh multi30k --from "$ROOT/../shared/data/multi30k"
+fi
+
+CKPT="$OUT/nmt/checkpoints/$(printf 'ckpt-%08d' "$STEPS")"
+if [[ "${RETRAIN:-0}" == 1 || ! -f "$CKPT/model.pt" || ! -f "$OUT/peer.pt" ]]; then
+  rm -rf "$OUT" && mkdir -p "$OUT"
+  echo "== training nmt: configs/multi30k_en_de.json, $STEPS steps, warm-up $WARMUP, $THREADS threads"
+  build/nmt train --config configs/multi30k_en_de.json --run-dir "$OUT/nmt" \
+    --set train.max_steps="$STEPS" --set train.threads="$THREADS" \
+    --set train.warmup_steps="$WARMUP" --set train.save_every="$STEPS" \
+    --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= >"$OUT/nmt_train.log" 2>&1
+  echo "== training peer: same steps, warm-up, threads and SentencePiece model"
+  /usr/bin/python3 "$PEER" train --spm "$OUT/nmt/spm.model" --src data/multi30k/train.en \
+    --tgt data/multi30k/train.de --steps "$STEPS" --warmup "$WARMUP" --threads "$THREADS" \
+    --save "$OUT/peer.pt" >"$OUT/peer_train.json" 2>"$OUT/peer_train.log"
+else
+  echo "== reusing the models in $OUT (RETRAIN=1 to train again)"
+fi
+
+# Runs nmt translate and prints "sentences/s target-tokens/s" from its closing log line.
+nmt_translate() {
+  local beam="$1" out="$2"
+  build/nmt translate --checkpoint "$CKPT" --beam "$beam" --threads "$THREADS" \
+    --input "$SRC" --output "$out" 2>"$out.log"
+  sed -n 's/.*translated [0-9]* lines in [0-9.]* s (\([0-9.]*\) sentences\/s, \([0-9.]*\) target tokens\/s).*/\1 \2/p' "$out.log"
+}
+bleu() { build/nmt eval --hyp "$1" --ref "$REF" --json 2>/dev/null; }
+
+echo "== translating $(wc -l <"$SRC") sentences of $SRC at $THREADS threads"
+read -r g_sps g_tps < <(nmt_translate 1 "$OUT/nmt.greedy.de")
+read -r b_sps b_tps < <(nmt_translate 5 "$OUT/nmt.beam5.de")
+/usr/bin/python3 "$PEER" translate --ckpt "$OUT/peer.pt" --spm "$OUT/nmt/spm.model" \
+  --src "$SRC" --out "$OUT/peer.greedy.de" --threads "$THREADS" >"$OUT/peer_translate.json"
+
+python3 - "$g_sps" "$g_tps" "$b_sps" "$b_tps" "$OUT/peer_translate.json" \
+  "$(bleu "$OUT/nmt.greedy.de")" "$(bleu "$OUT/nmt.beam5.de")" "$(bleu "$OUT/peer.greedy.de")" \
+  "$STEPS" "$THREADS" <<'PY'
+import json, sys
+g_sps, g_tps, b_sps, b_tps = map(float, sys.argv[1:5])
+peer = json.load(open(sys.argv[5]))
+bleu = [json.loads(a) for a in sys.argv[6:9]]
+p_sps, p_tps = peer["sent_per_s"], peer["tok_per_s"]
+print(f"\ntranslation of test_2016_flickr, models trained {sys.argv[9]} steps, {sys.argv[10]} threads")
+print(f"  {'run':<12} {'sent/s':>9} {'tgt tok/s':>10} {'x peer sent/s':>14} {'BLEU':>6} {'chrF2':>6}")
+for name, sps, tps, b in [("nmt greedy", g_sps, g_tps, bleu[0]), ("nmt beam 5", b_sps, b_tps, bleu[1]),
+                          ("peer greedy", p_sps, p_tps, bleu[2])]:
+    print(f"  {name:<12} {sps:9.1f} {tps:10.1f} {sps / p_sps:13.2f}x {b['bleu']:6.2f} {b['chrf']:6.2f}")
+print(f"  BLEU signature: {bleu[0]['bleu_signature']}")
+PY

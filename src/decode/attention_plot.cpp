@@ -1,0 +1,438 @@
+#include "decode/attention_plot.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace nmt {
+namespace {
+
+constexpr char32_t kReplacement = 0xFFFD;
+
+// Decodes UTF-8 strictly (no overlongs, surrogates or values above U+10FFFF); every byte that
+// does not start a valid sequence becomes one U+FFFD, like the translate path does.
+std::u32string decode_utf8(const std::string& s) {
+  std::u32string out;
+  out.reserve(s.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char b = p[i];
+    if (b < 0x80) {
+      out.push_back(b);
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    char32_t cp = 0;
+    char32_t min = 0;
+    if (b >= 0xC2 && b <= 0xDF) {
+      len = 2, cp = b & 0x1F, min = 0x80;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      len = 3, cp = b & 0x0F, min = 0x800;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      len = 4, cp = b & 0x07, min = 0x10000;
+    }
+    bool ok = len > 0 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) ok = false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    ok = ok && cp >= min && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (ok) {
+      out.push_back(cp);
+      i += len;
+    } else {
+      out.push_back(kReplacement);
+      ++i;
+    }
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// XML 1.0 Char production; anything else makes the document ill-formed, even as &#N;.
+bool is_xml_char(char32_t c) {
+  return c == 0x9 || c == 0xA || c == 0xD || (c >= 0x20 && c <= 0xD7FF) ||
+         (c >= 0xE000 && c <= 0xFFFD) || (c >= 0x10000 && c <= 0x10FFFF);
+}
+
+std::u32string xml_label(const std::string& s) {
+  std::u32string cps = decode_utf8(s);
+  cps.erase(std::remove_if(cps.begin(), cps.end(), [](char32_t c) { return !is_xml_char(c); }),
+            cps.end());
+  return cps;
+}
+
+std::u32string truncate_label(const std::u32string& cps, std::size_t max_cps) {
+  if (cps.size() <= max_cps) return cps;
+  std::u32string out = cps.substr(0, max_cps);
+  out.push_back(U'\u2026');
+  return out;
+}
+
+// Encodes and escapes for both text and attribute values (quotes escaped everywhere).
+std::string escape_xml(const std::u32string& cps) {
+  std::string out;
+  out.reserve(cps.size() + 8);
+  for (char32_t c : cps) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      // Attribute-value normalisation would turn these into spaces; keep them as written.
+      case '\t':
+        out += "&#9;";
+        break;
+      case '\n':
+        out += "&#10;";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
+      default:
+        append_utf8(out, c);
+    }
+  }
+  return out;
+}
+
+std::string escape_xml(const std::string& utf8) { return escape_xml(decode_utf8(utf8)); }
+
+bool is_wide(char32_t c) {
+  return (c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0xA4CF) ||
+         (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) ||
+         (c >= 0xFE30 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFF60) ||
+         (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F300 && c <= 0x1FAFF) ||
+         (c >= 0x20000 && c <= 0x3FFFD);
+}
+
+// Estimated rendered width. Deliberately generous (fallback fonts, the ▁ glyph) because an
+// over-wide canvas only costs whitespace while an under-wide one clips labels.
+double text_width(const std::u32string& cps, double font_px) {
+  double em = 0;
+  for (char32_t c : cps) em += is_wide(c) ? 1.15 : 0.64;
+  return em * font_px;
+}
+
+std::string format_value(float v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::array<char, 32> buf{};
+  // to_chars ignores the C locale, so a decimal comma can never appear.
+  auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 4);
+  return std::string(buf.data(), res.ptr);
+}
+
+std::string head_text(const AttentionMap& map) {
+  if (map.head >= 0) return "head " + std::to_string(map.head);
+  if (map.num_heads > 0) return "mean of " + std::to_string(map.num_heads) + " heads";
+  return "mean over heads";
+}
+
+void check_shape(const AttentionMap& map, const char* who) {
+  const std::string prefix = std::string(who) + ": ";
+  if (map.weights.size() != map.target.size()) {
+    throw std::invalid_argument(prefix + "weights have " + std::to_string(map.weights.size()) +
+                                " rows but there are " + std::to_string(map.target.size()) +
+                                " target labels");
+  }
+  for (std::size_t i = 0; i < map.weights.size(); ++i) {
+    if (map.weights[i].size() != map.source.size()) {
+      throw std::invalid_argument(prefix + "weights row " + std::to_string(i) + " has " +
+                                  std::to_string(map.weights[i].size()) +
+                                  " columns but there are " + std::to_string(map.source.size()) +
+                                  " source labels");
+    }
+  }
+}
+
+int ceil_px(double v) { return static_cast<int>(std::ceil(v)); }
+
+// A label as shown on an axis: truncated text, with the full text as a hover title if cut.
+std::string axis_label(const std::u32string& full, const std::u32string& shown,
+                       const std::string& text_attrs) {
+  std::string out;
+  const bool cut = shown != full;
+  if (cut) out += "<g><title>" + escape_xml(full) + "</title>";
+  out += "<text " + text_attrs + ">" + escape_xml(shown) + "</text>";
+  if (cut) out += "</g>";
+  out += "\n";
+  return out;
+}
+
+constexpr double kSin45 = 0.70711;
+
+}  // namespace
+
+std::string attention_fill(float weight) {
+  if (std::isnan(weight)) return "#bdbdbd";
+  // Sequential blue ramp (white -> navy); luminance falls monotonically along the stops.
+  static constexpr std::array<std::array<int, 3>, 9> kStops{{{255, 255, 255},
+                                                             {222, 235, 247},
+                                                             {198, 219, 239},
+                                                             {158, 202, 225},
+                                                             {107, 174, 214},
+                                                             {66, 146, 198},
+                                                             {33, 113, 181},
+                                                             {8, 81, 156},
+                                                             {8, 48, 107}}};
+  const double w = std::clamp(static_cast<double>(weight), 0.0, 1.0);  // inf clamps too
+  const double pos = w * (kStops.size() - 1);
+  const std::size_t lo = std::min(static_cast<std::size_t>(pos), kStops.size() - 2);
+  const double t = pos - static_cast<double>(lo);
+  static const char* kHex = "0123456789abcdef";
+  std::string out = "#";
+  for (int k = 0; k < 3; ++k) {
+    const double c = kStops[lo][k] + (kStops[lo + 1][k] - kStops[lo][k]) * t;
+    const int v = std::clamp(static_cast<int>(std::lround(c)), 0, 255);
+    out.push_back(kHex[v >> 4]);
+    out.push_back(kHex[v & 15]);
+  }
+  return out;
+}
+
+std::string attention_svg(const AttentionMap& map, const AttentionSvgOptions& options) {
+  check_shape(map, "attention_svg");
+  const std::size_t rows = map.target.size();
+  const std::size_t cols = map.source.size();
+  const int cell = std::max(options.cell_px, 4);
+  const std::size_t max_cps = std::max<std::size_t>(options.max_label_cps, 1);
+  constexpr double kFont = 12;       // axis labels, monospace
+  constexpr double kTitleFont = 14;  // title line, sans-serif
+  constexpr int kMargin = 10;
+  constexpr int kPad = 6;
+
+  const std::string title = "sentence " + std::to_string(map.sentence) + " \u00b7 layer " +
+                            std::to_string(map.layer) + " \u00b7 " + head_text(map);
+  const int title_w = ceil_px(text_width(decode_utf8(title), kTitleFont));
+  const int title_h = 26;
+
+  std::string svg;
+  auto open_svg = [&](int width, int height) {
+    const std::string w = std::to_string(width);
+    const std::string h = std::to_string(height);
+    svg += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + w + "\" height=\"" + h +
+           "\" viewBox=\"0 0 " + w + " " + h + "\">\n";
+    svg +=
+        "<desc>Cross-attention weights: rows are target pieces, columns are source pieces, "
+        "darker is higher.</desc>\n";
+    svg += "<rect width=\"" + w + "\" height=\"" + h + "\" fill=\"#ffffff\"/>\n";
+    svg += "<text x=\"" + std::to_string(kMargin) + "\" y=\"" + std::to_string(kMargin + 15) +
+           "\" font-family=\"sans-serif\" font-size=\"14\" font-weight=\"bold\">" +
+           escape_xml(title) + "</text>\n";
+  };
+
+  if (rows == 0 || cols == 0) {
+    const std::string note = "empty attention matrix: " + std::to_string(rows) + " target \u00d7 " +
+                             std::to_string(cols) + " source pieces";
+    const int note_w = ceil_px(text_width(decode_utf8(note), kFont));
+    open_svg(std::max(title_w, note_w) + 2 * kMargin, kMargin + title_h + 24 + kMargin);
+    svg += "<text class=\"note\" x=\"" + std::to_string(kMargin) + "\" y=\"" +
+           std::to_string(kMargin + title_h + 14) +
+           "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#555555\">" + escape_xml(note) +
+           "</text>\n</svg>\n";
+    return svg;
+  }
+
+  std::vector<std::u32string> src_full, src_shown, tgt_full, tgt_shown;
+  for (const auto& s : map.source) {
+    src_full.push_back(xml_label(s));
+    src_shown.push_back(truncate_label(src_full.back(), max_cps));
+  }
+  for (const auto& s : map.target) {
+    tgt_full.push_back(xml_label(s));
+    tgt_shown.push_back(truncate_label(tgt_full.back(), max_cps));
+  }
+
+  // Row labels sit left of the grid, right-aligned; column labels rise at -45 degrees from the
+  // top edge, so they need height above the grid and may overhang to the right.
+  double row_label_w = 0;
+  for (const auto& t : tgt_shown) row_label_w = std::max(row_label_w, text_width(t, kFont));
+  double max_src_w = 0;
+  for (const auto& s : src_shown) max_src_w = std::max(max_src_w, text_width(s, kFont));
+
+  const int grid_x = kMargin + ceil_px(row_label_w) + kPad;
+  const int header_h = ceil_px((max_src_w + kFont) * kSin45) + kPad;
+  const int grid_y = kMargin + title_h + header_h;
+  const int grid_w = cell * static_cast<int>(cols);
+  const int grid_h = cell * static_cast<int>(rows);
+  const double anchor_dx = 0.25 * kFont;  // centres the rotated glyph body on the column
+
+  int right = std::max(grid_x + grid_w, kMargin + title_w);
+  for (std::size_t j = 0; j < cols; ++j) {
+    const double cx = grid_x + cell * (static_cast<double>(j) + 0.5) + anchor_dx;
+    right = std::max(right, ceil_px(cx + (text_width(src_shown[j], kFont) + kFont) * kSin45));
+  }
+
+  bool any_nan = false;
+  for (const auto& row : map.weights) {
+    for (float v : row) any_nan = any_nan || std::isnan(v);
+  }
+  constexpr int kLegendSteps = 25;
+  constexpr int kLegendStepW = 5;
+  const int legend_x = grid_x;
+  const int legend_y = grid_y + grid_h + 14;
+  const int legend_w = kLegendSteps * kLegendStepW;
+  right = std::max(right, legend_x + legend_w + (any_nan ? 70 : 20));
+  const int width = right + kMargin;
+  const int height = legend_y + 10 + 20 + kMargin;
+
+  open_svg(width, height);
+
+  const std::string font = "font-family=\"monospace\" font-size=\"12\"";
+  svg += "<g class=\"row-labels\" " + font + " text-anchor=\"end\">\n";
+  for (std::size_t i = 0; i < rows; ++i) {
+    const int y = grid_y + cell * static_cast<int>(i) + cell / 2 + 4;  // baseline near centre
+    svg += axis_label(
+        tgt_full[i], tgt_shown[i],
+        "x=\"" + std::to_string(grid_x - kPad / 2) + "\" y=\"" + std::to_string(y) + "\"");
+  }
+  svg += "</g>\n";
+
+  svg += "<g class=\"col-labels\" " + font + ">\n";
+  for (std::size_t j = 0; j < cols; ++j) {
+    const int x = grid_x + cell * static_cast<int>(j) + cell / 2 + ceil_px(anchor_dx);
+    const int y = grid_y - 4;
+    const std::string xs = std::to_string(x);
+    const std::string ys = std::to_string(y);
+    svg += axis_label(
+        src_full[j], src_shown[j],
+        "x=\"" + xs + "\" y=\"" + ys + "\" transform=\"rotate(-45 " + xs + " " + ys + ")\"");
+  }
+  svg += "</g>\n";
+
+  svg += "<g class=\"cells\" shape-rendering=\"crispEdges\">\n";
+  const std::string cs = std::to_string(cell);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const std::string y = std::to_string(grid_y + cell * static_cast<int>(i));
+    // Tooltips use the shown (possibly truncated) labels to keep big plots small.
+    const std::string tgt = escape_xml(tgt_shown[i]);
+    for (std::size_t j = 0; j < cols; ++j) {
+      const float v = map.weights[i][j];
+      svg += "<rect class=\"cell\" x=\"" + std::to_string(grid_x + cell * static_cast<int>(j)) +
+             "\" y=\"" + y + "\" width=\"" + cs + "\" height=\"" + cs + "\" fill=\"" +
+             attention_fill(v) + "\"";
+      if (options.cell_tooltips) {
+        svg += "><title>" + tgt + " \u2190 " + escape_xml(src_shown[j]) + ": " + format_value(v) +
+               "</title></rect>\n";
+      } else {
+        svg += "/>\n";
+      }
+    }
+  }
+  svg += "</g>\n";
+  svg += "<rect x=\"" + std::to_string(grid_x) + "\" y=\"" + std::to_string(grid_y) +
+         "\" width=\"" + std::to_string(grid_w) + "\" height=\"" + std::to_string(grid_h) +
+         "\" fill=\"none\" stroke=\"#999999\" stroke-width=\"1\"/>\n";
+
+  // Legend: a stepped ramp 0..1 below the grid, plus a NaN swatch when NaNs occur.
+  svg += "<g class=\"legend\" font-family=\"sans-serif\" font-size=\"10\">\n";
+  for (int k = 0; k < kLegendSteps; ++k) {
+    const float w = static_cast<float>(k) / (kLegendSteps - 1);
+    svg += "<rect x=\"" + std::to_string(legend_x + k * kLegendStepW) + "\" y=\"" +
+           std::to_string(legend_y) + "\" width=\"" + std::to_string(kLegendStepW) +
+           "\" height=\"10\" fill=\"" + attention_fill(w) + "\"/>\n";
+  }
+  svg += "<rect x=\"" + std::to_string(legend_x) + "\" y=\"" + std::to_string(legend_y) +
+         "\" width=\"" + std::to_string(legend_w) +
+         "\" height=\"10\" fill=\"none\" stroke=\"#999999\" stroke-width=\"0.5\"/>\n";
+  const std::string ty = std::to_string(legend_y + 22);
+  svg += "<text x=\"" + std::to_string(legend_x) + "\" y=\"" + ty + "\">0</text>\n";
+  svg += "<text x=\"" + std::to_string(legend_x + legend_w / 2) + "\" y=\"" + ty +
+         "\" text-anchor=\"middle\">0.5</text>\n";
+  svg += "<text x=\"" + std::to_string(legend_x + legend_w) + "\" y=\"" + ty +
+         "\" text-anchor=\"end\">1</text>\n";
+  if (any_nan) {
+    const int nx = legend_x + legend_w + 12;
+    svg += "<rect x=\"" + std::to_string(nx) + "\" y=\"" + std::to_string(legend_y) +
+           "\" width=\"10\" height=\"10\" fill=\"" +
+           attention_fill(std::numeric_limits<float>::quiet_NaN()) + "\"/>\n";
+    svg += "<text x=\"" + std::to_string(nx + 14) + "\" y=\"" + std::to_string(legend_y + 9) +
+           "\">NaN</text>\n";
+  }
+  svg += "</g>\n</svg>\n";
+  return svg;
+}
+
+std::string attention_json(const AttentionMap& map) {
+  check_shape(map, "attention_json");
+  using nlohmann::json;
+  // nlohmann throws on invalid UTF-8 when dumping; labels are re-encoded first.
+  auto labels = [](const std::vector<std::string>& v) {
+    json arr = json::array();
+    for (const auto& s : v) {
+      std::string clean;
+      for (char32_t c : decode_utf8(s)) append_utf8(clean, c);
+      arr.push_back(std::move(clean));
+    }
+    return arr.dump();
+  };
+  // 6 significant digits via a float->text->double trip, so the dump prints e.g. 0.1 rather
+  // than the double nearest the float (0.10000000149011612).
+  auto number = [](float v) -> std::string {
+    if (!std::isfinite(v)) return "null";
+    std::array<char, 32> buf{};
+    auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
+    double d = 0;
+    std::from_chars(buf.data(), res.ptr, d);
+    return json(d).dump();
+  };
+
+  // Hand-assembled so each weight row stays on one line; pieces are dumped by nlohmann.
+  std::string out = "{\n";
+  out += "  \"sentence\": " + std::to_string(map.sentence) + ",\n";
+  out += "  \"layer\": " + std::to_string(map.layer) + ",\n";
+  out += "  \"head\": " + (map.head >= 0 ? std::to_string(map.head) : std::string("null")) + ",\n";
+  out += "  \"source\": " + labels(map.source) + ",\n";
+  out += "  \"target\": " + labels(map.target) + ",\n";
+  out += "  \"weights\": [";
+  for (std::size_t i = 0; i < map.weights.size(); ++i) {
+    out += i == 0 ? "\n    [" : ",\n    [";
+    for (std::size_t j = 0; j < map.weights[i].size(); ++j) {
+      if (j > 0) out += ", ";
+      out += number(map.weights[i][j]);
+    }
+    out += "]";
+  }
+  out += map.weights.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+}  // namespace nmt

@@ -1,0 +1,50 @@
+// Batched greedy and beam search over the cached incremental decoder.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "model/transformer.h"
+
+namespace nmt {
+
+struct SearchOptions {
+  int64_t beam_size = 1;        // 1 = greedy
+  double length_penalty = 0.0;  // GNMT alpha (0 = none)
+  int64_t nbest = 1;            // hypotheses returned per sentence (<= beam_size)
+  double max_len_a = 1.5;       // output length limit: a * source_length + b
+  int64_t max_len_b = 10;
+};
+
+struct Hypothesis {
+  std::vector<int> tokens;  // output ids without BOS/EOS
+  double log_prob = 0.0;    // sum of token log-probabilities, EOS included when emitted
+  double score = 0.0;       // log_prob / length_penalty(|Y|, alpha)
+  bool ended = false;       // emitted EOS (false: stopped at the length limit)
+};
+
+// GNMT length penalty ((5 + length) / 6)^alpha; length counts EOS when it was emitted.
+double length_penalty(int64_t length, double alpha);
+
+// Output length limit of one sentence: floor(a * source_length + b), within [1, cap].
+int64_t max_output_length(int64_t source_length, const SearchOptions& options, int64_t cap);
+
+// src: [B, S] EOS-terminated rows, right-padded. Returns, per sentence, up to nbest hypotheses,
+// best score first. beam_size 1 runs greedy_search.
+std::vector<std::vector<Hypothesis>> search(Transformer& model, const torch::Tensor& src,
+                                            const SearchOptions& options);
+
+// Argmax at every step; sentences leave the batch when they emit EOS or reach their limit.
+std::vector<std::vector<Hypothesis>> greedy_search(Transformer& model, const torch::Tensor& src,
+                                                   const SearchOptions& options);
+
+// Beam search batched over sentences and beams. A hypothesis that emits EOS (from the top
+// beam_size candidates of its sentence) is set aside and replaced. A sentence is done, and
+// leaves the batch, when its beams reach the length limit, or when it has beam_size finished
+// hypotheses and its best live one, scored at its current length, no longer beats the
+// beam_size-th of them (exact for length_penalty 0, where scores only fall).
+std::vector<std::vector<Hypothesis>> beam_search(Transformer& model, const torch::Tensor& src,
+                                                 const SearchOptions& options);
+
+}  // namespace nmt

@@ -1,0 +1,159 @@
+#include "decode/translate.h"
+
+#include <algorithm>
+
+#include "data/tensors.h"
+#include "text/spm.h"
+#include "util/util.h"
+
+namespace nmt {
+
+namespace {
+
+// Keeps one output line per input line, whatever the vocabulary's pieces hold.
+std::string one_line(std::string text) {
+  std::replace_if(
+      text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  return text;
+}
+
+// Cross-attention of each row's best hypothesis, by teacher forcing it through the decoder:
+// the same weights the search saw, in one batched pass.
+void attach_attention(LoadedModel& m, const torch::Tensor& src,
+                      const std::vector<std::vector<int64_t>>& src_rows,
+                      const std::vector<const Hypothesis*>& best, const TranslateOptions& o,
+                      std::vector<Translation*>& results) {
+  torch::InferenceMode guard;
+  const auto layers = m.config.model.decoder_layers;
+  const int64_t layer = o.attention_layer < 0 ? layers - 1 : o.attention_layer;
+  std::vector<std::vector<int64_t>> tgt_in;
+  for (const auto* h : best) {
+    std::vector<int64_t> row{kBosId};
+    row.insert(row.end(), h->tokens.begin(), h->tokens.end());
+    if (!h->ended && !h->tokens.empty()) row.pop_back();  // no EOS row to predict
+    tgt_in.push_back(std::move(row));
+  }
+  std::vector<torch::Tensor> weights;
+  m.model->decode(pad_sequences(tgt_in, kPadId), m.model->encode(src), &weights);
+  auto w = weights[static_cast<size_t>(layer)];  // [B, heads, T, S]
+  w = o.attention_head < 0 ? w.mean(1) : w.select(1, o.attention_head);
+  w = w.to(torch::kFloat).contiguous();
+  const auto acc = w.accessor<float, 3>();
+  for (size_t i = 0; i < best.size(); ++i) {
+    AttentionMap map;
+    map.layer = layer;
+    map.head = o.attention_head;
+    map.num_heads = m.config.model.heads;
+    for (const auto id : src_rows[i]) map.source.push_back(m.vocabs.src.piece(static_cast<int>(id)));
+    for (const int id : best[i]->tokens) map.target.push_back(m.vocabs.tgt.piece(id));
+    if (best[i]->ended) map.target.push_back(m.vocabs.tgt.piece(kEosId));
+    for (size_t t = 0; t < map.target.size(); ++t) {
+      std::vector<float> row;
+      for (size_t s = 0; s < map.source.size(); ++s)
+        row.push_back(acc[static_cast<int64_t>(i)][static_cast<int64_t>(t)][static_cast<int64_t>(s)]);
+      map.weights.push_back(std::move(row));
+    }
+    results[i]->attention = std::move(map);
+  }
+}
+
+}  // namespace
+
+TranslateOptions translate_options(const Config& config, int64_t beam_size) {
+  TranslateOptions o;
+  o.batch_tokens = config.decode.batch_tokens;
+  o.search.beam_size = beam_size > 0 ? beam_size : config.decode.beam_size;
+  o.search.length_penalty = config.decode.length_penalty;
+  o.search.nbest = std::min(config.decode.nbest, o.search.beam_size);
+  o.search.max_len_a = config.decode.max_len_a;
+  o.search.max_len_b = config.decode.max_len_b;
+  return o;
+}
+
+std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::string>& lines,
+                                         const TranslateOptions& options, TranslateStats* stats) {
+  const auto& mc = m.config.model;
+  if (options.attention_layer >= mc.decoder_layers)
+    throw Error("attention layer " + std::to_string(options.attention_layer) +
+                " is out of range: the model has " + std::to_string(mc.decoder_layers) +
+                " decoder layers (0-based)");
+  if (options.attention_head >= mc.heads)
+    throw Error("attention head " + std::to_string(options.attention_head) +
+                " is out of range: the model has " + std::to_string(mc.heads) +
+                " heads (0-based)");
+  const auto nbest = static_cast<size_t>(options.search.nbest);
+  TranslateStats s;
+  s.lines = static_cast<int64_t>(lines.size());
+  const int64_t max_src = mc.max_positions - 1;  // room for EOS
+  std::vector<std::vector<int64_t>> ids(lines.size());
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    int64_t replaced = 0;
+    const std::string clean = sanitize_utf8(lines[i], &replaced);
+    s.replaced_bytes += replaced;
+    if (trim(clean).empty()) continue;
+    auto pieces = m.vocabs.src.encode(clean);
+    if (pieces.empty()) continue;
+    if (static_cast<int64_t>(pieces.size()) > max_src) {
+      pieces.resize(max_src);
+      ++s.truncated;
+    }
+    ids[i].assign(pieces.begin(), pieces.end());
+    ids[i].push_back(kEosId);
+    todo.push_back(i);
+  }
+  std::stable_sort(todo.begin(), todo.end(),
+                   [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });
+
+  std::vector<Translation> out(lines.size());
+  for (auto& t : out) {
+    t.texts.assign(nbest, "");
+    t.scores.assign(nbest, 0.0);
+  }
+  // Beams multiply the rows a batch decodes, so the budget covers all of them.
+  const int64_t budget = std::max<int64_t>(1, options.batch_tokens / options.search.beam_size);
+  size_t start = 0;
+  while (start < todo.size()) {
+    // Sorted ascending, so the last row sets the batch width.
+    size_t end = start + 1;
+    while (end < todo.size() &&
+           static_cast<int64_t>((end - start + 1) * ids[todo[end]].size()) <= budget)
+      ++end;
+    std::vector<std::vector<int64_t>> rows;
+    for (size_t k = start; k < end; ++k) rows.push_back(ids[todo[k]]);
+    const auto src = pad_sequences(rows, kPadId);
+    const auto hyps = search(m.model, src, options.search);
+    std::vector<const Hypothesis*> best;
+    std::vector<Translation*> results;
+    static const Hypothesis kNone;
+    for (size_t k = start; k < end; ++k) {
+      const auto& nb = hyps[k - start];
+      auto& t = out[todo[k]];
+      for (size_t j = 0; j < nbest; ++j) {
+        // Searches return nbest hypotheses; repeat the last if a tiny vocabulary gave fewer.
+        if (nb.empty()) break;
+        const auto& h = nb[std::min(j, nb.size() - 1)];
+        t.texts[j] = one_line(m.vocabs.tgt.decode(h.tokens));
+        t.scores[j] = h.score;
+      }
+      const Hypothesis* top = nb.empty() ? &kNone : &nb.front();
+      s.output_tokens += static_cast<int64_t>(top->tokens.size()) + (top->ended ? 1 : 0);
+      best.push_back(top);
+      results.push_back(&t);
+    }
+    if (options.attention) attach_attention(m, src, rows, best, options, results);
+    start = end;
+  }
+  if (stats != nullptr) *stats = s;
+  return out;
+}
+
+std::vector<std::string> translate_best(LoadedModel& m, const std::vector<std::string>& lines,
+                                        const TranslateOptions& options, TranslateStats* stats) {
+  std::vector<std::string> out;
+  out.reserve(lines.size());
+  for (auto& t : translate_lines(m, lines, options, stats)) out.push_back(std::move(t.texts[0]));
+  return out;
+}
+
+}  // namespace nmt

@@ -1,0 +1,49 @@
+// Line-level translation: cleaning, length sorting, token-budget batches, n-best lists and
+// cross-attention maps, always one result per input line.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ckpt/checkpoint.h"
+#include "decode/attention_plot.h"
+#include "decode/search.h"
+
+namespace nmt {
+
+struct TranslateOptions {
+  int64_t batch_tokens = 4096;   // source-token budget of one batch
+  SearchOptions search;          // beam size, length penalty, n-best, length limit
+  bool attention = false;        // fill Translation::attention for non-empty lines
+  int64_t attention_layer = -1;  // decoder layer to show (-1: the last)
+  int64_t attention_head = -1;   // head to show (-1: mean over heads)
+};
+
+struct Translation {
+  std::vector<std::string> texts;  // n-best, best first; always search.nbest entries
+  std::vector<double> scores;      // their scores (0 for an empty input line)
+  std::optional<AttentionMap> attention;  // cross-attention of the best hypothesis
+};
+
+struct TranslateStats {
+  int64_t lines = 0;
+  int64_t truncated = 0;       // source lines cut to the model's longest input
+  int64_t replaced_bytes = 0;  // invalid UTF-8 / NUL bytes replaced with U+FFFD
+  int64_t output_tokens = 0;   // best hypotheses' tokens, EOS included
+};
+
+// Translates lines in input order. Empty or whitespace-only lines give empty outputs; invalid
+// UTF-8 and NUL bytes become U+FFFD; over-long lines are truncated. The model must be in eval
+// mode.
+std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::string>& lines,
+                                         const TranslateOptions& options, TranslateStats* stats);
+
+// Best hypotheses only: the common case (validation, eval).
+std::vector<std::string> translate_best(LoadedModel& m, const std::vector<std::string>& lines,
+                                        const TranslateOptions& options, TranslateStats* stats);
+
+// Options from a config's decode section; beam_size overrides decode.beam_size when > 0.
+TranslateOptions translate_options(const Config& config, int64_t beam_size = 0);
+
+}  // namespace nmt

@@ -1,0 +1,389 @@
+// sacreBLEU-exact corpus BLEU and chrF. The rules and the order of floating-point operations
+// follow sacreBLEU 2.x (metrics/bleu.py, metrics/chrf.py, tokenizers/tokenizer_13a.py) so that
+// scores agree to the last bit, not just to the printed decimals.
+#include "eval/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace nmt {
+namespace {
+
+using Text = std::u32string;
+
+constexpr int kBleuOrder = 4;
+constexpr int kChrfOrder = 6;
+constexpr int kChrfBeta = 2;
+// Invalid byte b decodes to U+DC00 + b, Python's surrogateescape: distinct bytes stay distinct.
+constexpr char32_t kEscapeBase = 0xDC00;
+
+bool is_continuation(unsigned char b) { return b >= 0x80 && b <= 0xBF; }
+
+// Strict UTF-8 (no overlongs, surrogates or values past U+10FFFF); each byte that does not start
+// a valid sequence becomes one escaped character and decoding resumes at the next byte.
+Text decode_utf8(const std::string& s) {
+  Text out;
+  out.reserve(s.size());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    if (b0 < 0x80) {
+      out.push_back(b0);
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    char32_t cp = 0;
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+      len = 2;
+      cp = b0 & 0x1F;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+      len = 3;
+      cp = b0 & 0x0F;
+      if (b0 == 0xE0) lo = 0xA0;  // overlong
+      if (b0 == 0xED) hi = 0x9F;  // UTF-16 surrogates
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+      len = 4;
+      cp = b0 & 0x07;
+      if (b0 == 0xF0) lo = 0x90;  // overlong
+      if (b0 == 0xF4) hi = 0x8F;  // past U+10FFFF
+    }
+    bool ok = len > 0 && i + len <= n;
+    if (ok) {
+      const auto b1 = static_cast<unsigned char>(s[i + 1]);
+      ok = b1 >= lo && b1 <= hi;
+      for (size_t k = 2; ok && k < len; ++k)
+        ok = is_continuation(static_cast<unsigned char>(s[i + k]));
+    }
+    if (!ok) {
+      out.push_back(kEscapeBase + b0);
+      ++i;
+      continue;
+    }
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    out.push_back(cp);
+    i += len;
+  }
+  return out;
+}
+
+// Inverse of decode_utf8: escaped bytes are written back unchanged.
+std::string encode_utf8(const Text& t) {
+  std::string out;
+  out.reserve(t.size());
+  for (const char32_t c : t) {
+    if (c >= kEscapeBase + 0x80 && c <= kEscapeBase + 0xFF) {
+      out.push_back(static_cast<char>(c - kEscapeBase));
+    } else if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else if (c < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  }
+  return out;
+}
+
+// Python's str.isspace() (also what str.split(), str.rstrip() and re's \s use): control
+// separators 0x1C-0x1F count, zero-width space U+200B does not.
+bool is_space(char32_t c) {
+  if (c <= 0x20) return c == 0x20 || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
+  if (c < 0x85) return false;
+  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+bool is_digit(char32_t c) { return c >= U'0' && c <= U'9'; }  // re's [0-9]: ASCII only
+bool is_dot_or_comma(char32_t c) { return c == U'.' || c == U','; }
+
+// The 13a punctuation class [\{-\~\[-\` -\&\(-\+\:-\@\/]: ASCII punctuation and space except
+// ' , - . (those have rules of their own or stay attached).
+bool is_13a_punct(char32_t c) {
+  return (c >= U'{' && c <= U'~') || (c >= U'[' && c <= U'`') || (c >= U' ' && c <= U'&') ||
+         (c >= U'(' && c <= U'+') || (c >= U':' && c <= U'@') || c == U'/';
+}
+
+std::vector<Text> split_whitespace(const Text& s) {
+  std::vector<Text> out;
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    while (i < n && is_space(s[i])) ++i;
+    const size_t start = i;
+    while (i < n && !is_space(s[i])) ++i;
+    if (i > start) out.emplace_back(s, start, i - start);
+  }
+  return out;
+}
+
+// Python str.replace: left to right, non-overlapping, replaced text is not rescanned.
+void replace_all(Text& s, const Text& from, const Text& to) {
+  if (s.find(from) == Text::npos) return;
+  Text out;
+  out.reserve(s.size());
+  size_t pos = 0;
+  for (size_t hit = s.find(from); hit != Text::npos; hit = s.find(from, pos)) {
+    out.append(s, pos, hit - pos);
+    out += to;
+    pos = hit + from.size();
+  }
+  out.append(s, pos, Text::npos);
+  s.swap(out);
+}
+
+// One re.sub pass of a two-character pattern: leftmost matches, resuming after each match, which
+// is why "a.." splits the first '.' here but leaves the second for the next rule. A match "xy"
+// becomes "x y " (replacement \1 \2 ) or, with lead_space, " x y" ( \1 \2).
+template <typename Match>
+Text sub_pairs(const Text& s, Match match, bool lead_space) {
+  Text out;
+  out.reserve(s.size() + s.size() / 2);
+  size_t i = 0;
+  while (i < s.size()) {
+    if (i + 1 < s.size() && match(s[i], s[i + 1])) {
+      if (lead_space) out.push_back(U' ');
+      out.push_back(s[i]);
+      out.push_back(U' ');
+      out.push_back(s[i + 1]);
+      if (!lead_space) out.push_back(U' ');
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Tokens joined by single spaces: every word n-gram is then a contiguous slice of the result.
+Text tokenize_13a_text(const std::string& line) {
+  Text s = decode_utf8(line);
+  // BLEU's preprocessing strips trailing whitespace before the tokenizer sees the line.
+  size_t end = s.size();
+  while (end > 0 && is_space(s[end - 1])) --end;
+  s.resize(end);
+
+  replace_all(s, U"<skipped>", U"");
+  replace_all(s, U"-\n", U"");
+  replace_all(s, U"\n", U" ");
+  // Sequential, like mteval: "&amp;lt;" becomes "<" but "&amp;quot;" stays "&quot;".
+  replace_all(s, U"&quot;", U"\"");
+  replace_all(s, U"&amp;", U"&");
+  replace_all(s, U"&lt;", U"<");
+  replace_all(s, U"&gt;", U">");
+
+  // Padding lets the pair rules see a neighbour at both ends of the line.
+  Text padded;
+  padded.reserve(s.size() * 2 + 2);
+  padded.push_back(U' ');
+  for (const char32_t c : s) {
+    if (is_13a_punct(c)) {
+      padded.push_back(U' ');
+      padded.push_back(c);
+      padded.push_back(U' ');
+    } else {
+      padded.push_back(c);
+    }
+  }
+  padded.push_back(U' ');
+
+  // Period and comma split off unless preceded by a digit...
+  Text t = sub_pairs(
+      padded, [](char32_t a, char32_t b) { return !is_digit(a) && is_dot_or_comma(b); }, false);
+  // ...or unless followed by one, so "3.5" and "1,000" survive but "end." does not.
+  t = sub_pairs(
+      t, [](char32_t a, char32_t b) { return is_dot_or_comma(a) && !is_digit(b); }, true);
+  // A dash after a digit splits ("5-6" -> "5 - 6"); other dashes stay inside words.
+  t = sub_pairs(
+      t, [](char32_t a, char32_t b) { return is_digit(a) && b == U'-'; }, false);
+
+  Text joined;
+  joined.reserve(t.size());
+  for (const Text& tok : split_whitespace(t)) {
+    if (!joined.empty()) joined.push_back(U' ');
+    joined += tok;
+  }
+  return joined;
+}
+
+void check_sizes(const char* fn, const std::vector<std::string>& hyps,
+                 const std::vector<std::string>& refs) {
+  if (hyps.size() == refs.size()) return;
+  throw std::invalid_argument(std::string(fn) + ": " + std::to_string(hyps.size()) +
+                              " hypotheses but " + std::to_string(refs.size()) +
+                              " references; each hypothesis needs exactly one reference line");
+}
+
+// Keys are views into the text being counted, which outlives the map.
+using NgramCounts = std::unordered_map<std::u32string_view, int64_t>;
+
+// All word n-grams of orders 1..4 of a tokenized line. Tokens hold no whitespace and are joined
+// by single spaces, so the slice from the start of token i to the end of token i+n-1 identifies
+// the n-gram, and its order is one more than its number of spaces.
+NgramCounts word_ngrams(const Text& joined) {
+  std::vector<size_t> starts, ends;
+  for (size_t i = 0; i < joined.size(); ++i) {
+    if (i == 0 || joined[i - 1] == U' ') starts.push_back(i);
+    if (i + 1 == joined.size() || joined[i + 1] == U' ') ends.push_back(i + 1);
+  }
+  NgramCounts counts;
+  counts.reserve(starts.size() * kBleuOrder);
+  const std::u32string_view text(joined);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    for (size_t n = 1; n <= kBleuOrder && i + n <= starts.size(); ++n) {
+      ++counts[text.substr(starts[i], ends[i + n - 1] - starts[i])];
+    }
+  }
+  return counts;
+}
+
+int64_t count_tokens(const Text& joined) {
+  return joined.empty() ? 0 : 1 + std::count(joined.begin(), joined.end(), U' ');
+}
+
+int ngram_order(std::u32string_view key) {
+  return 1 + static_cast<int>(std::count(key.begin(), key.end(), U' '));
+}
+
+// sacreBLEU's my_log: log(0) is floored instead of -inf, so the mean stays finite.
+double floored_log(double x) { return x == 0.0 ? -9999999999.0 : std::log(x); }
+
+}  // namespace
+
+std::string tokenize_13a(const std::string& line) { return encode_utf8(tokenize_13a_text(line)); }
+
+BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+  check_sizes("corpus_bleu", hyps, refs);
+  BleuResult r;
+  r.counts.assign(kBleuOrder, 0);
+  r.totals.assign(kBleuOrder, 0);
+  r.precisions.assign(kBleuOrder, 0.0);
+
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    const Text hyp = tokenize_13a_text(hyps[i]);
+    const Text ref = tokenize_13a_text(refs[i]);
+    const NgramCounts hyp_counts = word_ngrams(hyp);
+    const NgramCounts ref_counts = word_ngrams(ref);
+    r.sys_len += count_tokens(hyp);
+    r.ref_len += count_tokens(ref);
+    for (const auto& [ngram, count] : hyp_counts) {
+      const int n = ngram_order(ngram) - 1;
+      r.totals[n] += count;
+      const auto it = ref_counts.find(ngram);
+      if (it != ref_counts.end()) r.counts[n] += std::min(count, it->second);
+    }
+  }
+
+  // Operations below mirror sacreBLEU's compute_bleu() so that the doubles come out identical.
+  if (r.sys_len < r.ref_len) {
+    r.bp = r.sys_len > 0
+               ? std::exp(1.0 - static_cast<double>(r.ref_len) / static_cast<double>(r.sys_len))
+               : 0.0;
+  }
+  // No match at any order: score 0 without smoothing (sacreBLEU issue #141).
+  if (std::all_of(r.counts.begin(), r.counts.end(), [](int64_t c) { return c == 0; })) return r;
+
+  double smooth = 1.0;
+  for (int n = 0; n < kBleuOrder; ++n) {
+    // An order with no hypothesis n-grams ends the loop; its precision stays 0, whose floored
+    // log then drives the score to 0 (eff:no keeps all four orders in the mean).
+    if (r.totals[n] == 0) break;
+    const auto total = static_cast<double>(r.totals[n]);
+    if (r.counts[n] == 0) {
+      // exp smoothing: the k-th order without matches gets 1 / (2^k * total).
+      smooth *= 2.0;
+      r.precisions[n] = 100.0 / (smooth * total);
+    } else {
+      r.precisions[n] = 100.0 * static_cast<double>(r.counts[n]) / total;
+    }
+  }
+  double log_sum = 0.0;
+  for (const double p : r.precisions) log_sum += floored_log(p);
+  r.score = r.bp * std::exp(log_sum / kBleuOrder);
+  return r;
+}
+
+ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+  check_sizes("corpus_chrf", hyps, refs);
+  // Per order: hypothesis n-grams, reference n-grams, matches, summed over the corpus.
+  std::vector<int64_t> hyp_total(kChrfOrder, 0), ref_total(kChrfOrder, 0), match(kChrfOrder, 0);
+
+  auto strip_spaces = [](const std::string& line) {
+    Text t = decode_utf8(line);
+    t.erase(std::remove_if(t.begin(), t.end(), is_space), t.end());
+    return t;
+  };
+  NgramCounts hyp_ngrams, ref_ngrams;  // reused across lines and orders
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    const Text hyp = strip_spaces(hyps[i]);
+    const Text ref = strip_spaces(refs[i]);
+    for (int n = 1; n <= kChrfOrder; ++n) {
+      const auto hyp_count =
+          static_cast<int64_t>(hyp.size() >= static_cast<size_t>(n) ? hyp.size() - n + 1 : 0);
+      const auto ref_count =
+          static_cast<int64_t>(ref.size() >= static_cast<size_t>(n) ? ref.size() - n + 1 : 0);
+      // sacreBLEU counts hypothesis n-grams only where the reference has n-grams of that order,
+      // so a reference shorter than n characters leaves the precision of order n untouched.
+      if (ref_count == 0) continue;
+      ref_ngrams.clear();
+      for (int64_t k = 0; k < ref_count; ++k) ++ref_ngrams[std::u32string_view(ref).substr(k, n)];
+      hyp_ngrams.clear();
+      for (int64_t k = 0; k < hyp_count; ++k) ++hyp_ngrams[std::u32string_view(hyp).substr(k, n)];
+      int64_t matched = 0;
+      for (const auto& [ngram, count] : hyp_ngrams) {
+        const auto it = ref_ngrams.find(ngram);
+        if (it != ref_ngrams.end()) matched += std::min(count, it->second);
+      }
+      hyp_total[n - 1] += hyp_count;
+      ref_total[n - 1] += ref_count;
+      match[n - 1] += matched;
+    }
+  }
+
+  // Effective order: average precision and recall over the orders where both sides have n-grams.
+  double avg_prec = 0.0, avg_rec = 0.0;
+  int effective_order = 0;
+  for (int n = 0; n < kChrfOrder; ++n) {
+    if (hyp_total[n] > 0 && ref_total[n] > 0) {
+      avg_prec += static_cast<double>(match[n]) / static_cast<double>(hyp_total[n]);
+      avg_rec += static_cast<double>(match[n]) / static_cast<double>(ref_total[n]);
+      ++effective_order;
+    }
+  }
+  ChrfResult r;
+  if (effective_order == 0) return r;
+  avg_prec /= effective_order;
+  avg_rec /= effective_order;
+  if (avg_prec + avg_rec == 0.0) return r;
+  const double factor = kChrfBeta * kChrfBeta;
+  double f = (1.0 + factor) * avg_prec * avg_rec;
+  f /= factor * avg_prec + avg_rec;
+  r.score = 100.0 * f;
+  return r;
+}
+
+std::string bleu_signature() {
+  return std::string("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:") + kSacrebleuVersion;
+}
+
+std::string chrf_signature() {
+  return std::string("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:") + kSacrebleuVersion;
+}
+
+}  // namespace nmt
