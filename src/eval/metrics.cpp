@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "util/util.h"
+
 namespace nmt {
 namespace {
 
@@ -22,80 +24,19 @@ constexpr int kChrfBeta = 2;
 // Invalid byte b decodes to U+DC00 + b, Python's surrogateescape: distinct bytes stay distinct.
 constexpr char32_t kEscapeBase = 0xDC00;
 
-bool is_continuation(unsigned char b) { return b >= 0x80 && b <= 0xBF; }
+// Strict UTF-8, with each byte that does not start a valid sequence escaped as Python's
+// surrogateescape does, so distinct bad bytes stay distinct characters.
+Text decode_text(const std::string& s) { return decode_utf8(s, true); }
 
-// Strict UTF-8 (no overlongs, surrogates or values past U+10FFFF); each byte that does not start
-// a valid sequence becomes one escaped character and decoding resumes at the next byte.
-Text decode_utf8(const std::string& s) {
-  Text out;
-  out.reserve(s.size());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const auto b0 = static_cast<unsigned char>(s[i]);
-    if (b0 < 0x80) {
-      out.push_back(b0);
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    char32_t cp = 0;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      len = 2;
-      cp = b0 & 0x1F;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      len = 3;
-      cp = b0 & 0x0F;
-      if (b0 == 0xE0) lo = 0xA0;  // overlong
-      if (b0 == 0xED) hi = 0x9F;  // UTF-16 surrogates
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      len = 4;
-      cp = b0 & 0x07;
-      if (b0 == 0xF0) lo = 0x90;  // overlong
-      if (b0 == 0xF4) hi = 0x8F;  // past U+10FFFF
-    }
-    bool ok = len > 0 && i + len <= n;
-    if (ok) {
-      const auto b1 = static_cast<unsigned char>(s[i + 1]);
-      ok = b1 >= lo && b1 <= hi;
-      for (size_t k = 2; ok && k < len; ++k)
-        ok = is_continuation(static_cast<unsigned char>(s[i + k]));
-    }
-    if (!ok) {
-      out.push_back(kEscapeBase + b0);
-      ++i;
-      continue;
-    }
-    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    out.push_back(cp);
-    i += len;
-  }
-  return out;
-}
-
-// Inverse of decode_utf8: escaped bytes are written back unchanged.
+// Inverse of decode_text: escaped bytes are written back unchanged.
 std::string encode_utf8(const Text& t) {
   std::string out;
   out.reserve(t.size());
   for (const char32_t c : t) {
-    if (c >= kEscapeBase + 0x80 && c <= kEscapeBase + 0xFF) {
+    if (c >= kEscapeBase + 0x80 && c <= kEscapeBase + 0xFF)
       out.push_back(static_cast<char>(c - kEscapeBase));
-    } else if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
+    else
+      append_utf8(out, c);
   }
   return out;
 }
@@ -173,7 +114,7 @@ Text sub_pairs(const Text& s, Match match, bool lead_space) {
 
 // Tokens joined by single spaces: every word n-gram is then a contiguous slice of the result.
 Text tokenize_13a_text(const std::string& line) {
-  Text s = decode_utf8(line);
+  Text s = decode_text(line);
   // BLEU's preprocessing strips trailing whitespace before the tokenizer sees the line.
   size_t end = s.size();
   while (end > 0 && is_space(s[end - 1])) --end;
@@ -325,7 +266,7 @@ ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<s
   std::vector<int64_t> hyp_total(kChrfOrder, 0), ref_total(kChrfOrder, 0), match(kChrfOrder, 0);
 
   auto strip_spaces = [](const std::string& line) {
-    Text t = decode_utf8(line);
+    Text t = decode_text(line);
     t.erase(std::remove_if(t.begin(), t.end(), is_space), t.end());
     return t;
   };

@@ -1,5 +1,5 @@
-// Corpus BLEU and chrF that reproduce sacreBLEU's default scores exactly, with no dependencies
-// beyond the standard library.
+// Corpus BLEU and chrF that reproduce sacreBLEU's default scores exactly. No LibTorch: the
+// standard library and util's UTF-8 helpers only.
 //
 // Inputs are UTF-8 lines, one reference per hypothesis. Text is handled as Unicode code points
 // with Python's str semantics (what sacreBLEU sees): whitespace is the set str.split() splits on

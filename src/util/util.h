@@ -19,6 +19,11 @@ class Error : public std::runtime_error {
 bool is_valid_utf8(std::string_view s);
 // Replaces each invalid UTF-8 sequence and each NUL byte with U+FFFD; counts replacements.
 std::string sanitize_utf8(std::string_view s, int64_t* replaced = nullptr);
+// Code points of s. Each byte that does not start a valid sequence becomes U+FFFD, or with
+// escape_invalid U+DC00 + byte (Python's surrogateescape), so distinct bad bytes stay distinct.
+std::u32string decode_utf8(std::string_view s, bool escape_invalid = false);
+// Appends one code point as UTF-8.
+void append_utf8(std::string& out, char32_t cp);
 
 // Levenshtein distance, for "did you mean" suggestions.
 size_t edit_distance(std::string_view a, std::string_view b);
