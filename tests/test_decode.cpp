@@ -68,8 +68,8 @@ double full_log_prob(Transformer& model, const torch::Tensor& src_row, const Hyp
 
 TEST(LengthPenalty, GnmtHandValues) {
   EXPECT_DOUBLE_EQ(length_penalty(7, 0.0), 1.0);
-  EXPECT_DOUBLE_EQ(length_penalty(1, 1.0), 1.0);       // (5 + 1) / 6
-  EXPECT_NEAR(length_penalty(7, 0.6), 1.5157165665, 1e-9);  // 2^0.6
+  EXPECT_DOUBLE_EQ(length_penalty(1, 1.0), 1.0);                // (5 + 1) / 6
+  EXPECT_NEAR(length_penalty(7, 0.6), 1.5157165665, 1e-9);      // 2^0.6
   EXPECT_NEAR(length_penalty(13, 0.5), std::sqrt(3.0), 1e-12);  // (18 / 6)^0.5
 }
 
@@ -108,8 +108,8 @@ TEST(IncrementalDecoding, MatchesFullDecodeAtEveryStep) {
       EXPECT_TRUE(torch::allclose(step, full.select(1, t), 1e-5, 1e-5))
           << "step " << t << " max diff " << (step - full.select(1, t)).abs().max().item<float>();
       for (size_t l = 0; l < step_weights.size(); ++l)
-        EXPECT_TRUE(torch::allclose(step_weights[l].squeeze(2),
-                                    full_weights[l].select(2, t), 1e-5, 1e-6));
+        EXPECT_TRUE(
+            torch::allclose(step_weights[l].squeeze(2), full_weights[l].select(2, t), 1e-5, 1e-6));
     }
     EXPECT_EQ(state.length, tgt_in.size(1));
   }

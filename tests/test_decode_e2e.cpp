@@ -108,11 +108,10 @@ TEST_F(QuickstartRun, ValidationLogsBleuAndKeepsTheBestCheckpoint) {
 // The quickstart model's beam-5 model score is never worse than greedy's, line by line.
 TEST_F(QuickstartRun, BeamFiveScoreNeverWorseThanGreedy) {
   const std::string in = data() + "/test.en";
-  auto r = run_command(translate("--beam 1 --scores --input " + in + " --output " +
-                                 path("greedy.txt")));
+  auto r =
+      run_command(translate("--beam 1 --scores --input " + in + " --output " + path("greedy.txt")));
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_command(
-      translate("--beam 5 --scores --input " + in + " --output " + path("beam5.txt")));
+  r = run_command(translate("--beam 5 --scores --input " + in + " --output " + path("beam5.txt")));
   ASSERT_EQ(r.status, 0) << r.output;
   const auto greedy = score_column(read_lines_of(path("greedy.txt")));
   const auto beam = score_column(read_lines_of(path("beam5.txt")));
@@ -202,8 +201,8 @@ TEST_F(QuickstartRun, StreamingPrintsBeforeEndOfInput) {
 TEST_F(QuickstartRun, AttentionMapsAreWrittenPerSentence) {
   write_text(path("att.txt"), "three hundred twelve\n\nninety\n");
   const std::string out = path("att");
-  auto r = run_command(translate("--beam 3 --attention-out " + out + " --input " +
-                                 path("att.txt") + " --output /dev/null"));
+  auto r = run_command(translate("--beam 3 --attention-out " + out + " --input " + path("att.txt") +
+                                 " --output /dev/null"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_FALSE(std::filesystem::exists(out + "/000002.svg"));  // empty line: nothing to plot
   for (const char* name : {"/000001", "/000003"}) {
@@ -225,25 +224,27 @@ TEST_F(QuickstartRun, AttentionMapsAreWrittenPerSentence) {
       EXPECT_NEAR(sum, 1.0, 1e-3);  // each target piece's attention is a distribution
     }
   }
-  r = run_command(translate("--attention-out " + out + " --attention-layer 0 --attention-head 3"
-                            " --input " + path("att.txt") + " --output /dev/null"));
+  r = run_command(translate("--attention-out " + out +
+                            " --attention-layer 0 --attention-head 3"
+                            " --input " +
+                            path("att.txt") + " --output /dev/null"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(json::parse(nmt_test::read_text(out + "/000001.json"))["head"], 3);
-  r = run_command(translate("--attention-out " + out + " --attention-layer 2 --input " +
-                            path("att.txt")));
+  r = run_command(
+      translate("--attention-out " + out + " --attention-layer 2 --input " + path("att.txt")));
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("attention layer 2 is out of range"), std::string::npos) << r.output;
 }
 
 TEST_F(QuickstartRun, EvalScoresCheckpointsAndFiles) {
   const std::string src = data() + "/test.en", ref = data() + "/test.de";
-  auto r = run_command(nmt_bin() + " eval --checkpoint " + run() + " --threads 1 --beam 2 --src " +
-                       src + " --ref " + ref + " --hyp-out " + path("eval.hyp") +
-                       " --json 2>/dev/null");
+  auto r =
+      run_command(nmt_bin() + " eval --checkpoint " + run() + " --threads 1 --beam 2 --src " + src +
+                  " --ref " + ref + " --hyp-out " + path("eval.hyp") + " --json 2>/dev/null");
   ASSERT_EQ(r.status, 0) << r.output;
   const auto j = json::parse(r.output);
-  for (const char* key : {"bleu", "chrf", "bleu_signature", "chrf_signature", "sentences", "loss",
-                          "ppl"})
+  for (const char* key :
+       {"bleu", "chrf", "bleu_signature", "chrf_signature", "sentences", "loss", "ppl"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["sentences"], 300);
   EXPECT_EQ(j["beam"], 2);
@@ -283,8 +284,8 @@ TEST_F(QuickstartRun, EvalScoresCheckpointsAndFiles) {
 
 TEST_F(QuickstartRun, AveragedCheckpointTranslates) {
   const std::string ck = run() + "/checkpoints/";
-  auto r = run_command(nmt_bin() + " average --last 2 --run-dir " + run() + " --output " +
-                       path("avg"));
+  auto r =
+      run_command(nmt_bin() + " average --last 2 --run-dir " + run() + " --output " + path("avg"));
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_command(nmt_bin() + " eval --checkpoint " + path("avg") + " --threads 1 --beam 1 --src " +
                   data() + "/test.en --ref " + data() + "/test.de --json 2>/dev/null");
@@ -295,11 +296,11 @@ TEST_F(QuickstartRun, AveragedCheckpointTranslates) {
                   "ckpt-00000500 --output " + path("self"));
   ASSERT_EQ(r.status, 0) << r.output;
   write_text(path("few.txt"), "eight\nsix hundred\nseventy-seven thousand three\n");
-  r = run_command(translate("--scores --input " + path("few.txt") + " --output " +
-                            path("self.out"), path("self")));
+  r = run_command(translate("--scores --input " + path("few.txt") + " --output " + path("self.out"),
+                            path("self")));
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_command(translate("--scores --input " + path("few.txt") + " --output " +
-                            path("orig.out"), ck + "ckpt-00000500"));
+  r = run_command(translate("--scores --input " + path("few.txt") + " --output " + path("orig.out"),
+                            ck + "ckpt-00000500"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(read_lines_of(path("self.out")), read_lines_of(path("orig.out")));
   r = run_command(nmt_bin() + " average --last 9 --run-dir " + run() + " --output " + path("x"));

@@ -137,8 +137,7 @@ void write_checkpoint_dir(const std::string& final_dir, const Config& config, co
              {"batch_in_epoch", state.batch_in_epoch},
              {"tgt_tokens", state.tgt_tokens},
              {"elapsed_s", state.elapsed_s},
-             {"best", state.has_best ? json{{"value", state.best_value},
-                                            {"step", state.best_step}}
+             {"best", state.has_best ? json{{"value", state.best_value}, {"step", state.best_step}}
                                      : json(nullptr)},
              {"validations_without_improvement", state.validations_without_improvement}};
   for (const auto& [key, value] : extra.items()) st[key] = value;
@@ -211,7 +210,8 @@ TrainerState load_training_state(const std::string& ckpt_dir, Transformer& model
   const std::string state_path = ckpt_dir + "/state.json";
   const json st = read_checkpoint_state(ckpt_dir);
   if (!file_exists(ckpt_dir + "/optimizer.pt"))
-    throw Error(ckpt_dir + " holds no optimizer state (a best or averaged checkpoint): resume "
+    throw Error(ckpt_dir +
+                " holds no optimizer state (a best or averaged checkpoint): resume "
                 "from a ckpt-* directory");
   wrap_torch_io(ckpt_dir + "/model.pt", "load",
                 [&] { torch::load(model, ckpt_dir + "/model.pt"); });

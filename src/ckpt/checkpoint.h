@@ -20,14 +20,14 @@ namespace nmt {
 
 // Where training stands; everything needed to continue exactly.
 struct TrainerState {
-  int64_t step = 0;            // optimizer steps done
-  int64_t epoch = 0;           // epoch the data iterator is in (0-based)
-  int64_t batch_in_epoch = 0;  // next batch of that epoch's plan
-  int64_t tgt_tokens = 0;      // target tokens trained on so far
-  double elapsed_s = 0.0;      // training time so far, across resumes
-  bool has_best = false;       // a validation has run and set best_value
-  double best_value = 0.0;     // best validation train.best_metric so far
-  int64_t best_step = 0;       // step of best_value
+  int64_t step = 0;                             // optimizer steps done
+  int64_t epoch = 0;                            // epoch the data iterator is in (0-based)
+  int64_t batch_in_epoch = 0;                   // next batch of that epoch's plan
+  int64_t tgt_tokens = 0;                       // target tokens trained on so far
+  double elapsed_s = 0.0;                       // training time so far, across resumes
+  bool has_best = false;                        // a validation has run and set best_value
+  double best_value = 0.0;                      // best validation train.best_metric so far
+  int64_t best_step = 0;                        // step of best_value
   int64_t validations_without_improvement = 0;  // for train.patience
 };
 

@@ -41,8 +41,8 @@ std::string bleu_summary(const BleuResult& b) {
   std::snprintf(buf, sizeof buf,
                 "BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld "
                 "ref_len = %lld)",
-                b.score, b.precisions[0], b.precisions[1], b.precisions[2], b.precisions[3],
-                b.bp, ratio, static_cast<long long>(b.sys_len), static_cast<long long>(b.ref_len));
+                b.score, b.precisions[0], b.precisions[1], b.precisions[2], b.precisions[3], b.bp,
+                ratio, static_cast<long long>(b.sys_len), static_cast<long long>(b.ref_len));
   return buf;
 }
 
@@ -62,8 +62,9 @@ void add_eval_command(CLI::App& app) {
       "eval",
       "Score translations with BLEU and chrF (sacreBLEU-compatible): translate --src with a "
       "checkpoint, or score an existing --hyp file");
-  auto* ckpt_opt = cmd->add_option("--checkpoint", args->checkpoint,
-                                   "Checkpoint directory, or a run directory (its best checkpoint)");
+  auto* ckpt_opt =
+      cmd->add_option("--checkpoint", args->checkpoint,
+                      "Checkpoint directory, or a run directory (its best checkpoint)");
   cmd->add_option("--src", args->src, "Source file to translate (with --checkpoint)");
   cmd->add_option("--ref", args->ref, "Reference translations, one per line")->required();
   auto* hyp_opt = cmd->add_option("--hyp", args->hyp, "Hypothesis file to score (no model)");
@@ -130,13 +131,14 @@ void add_eval_command(CLI::App& app) {
       report["sent_per_s"] = static_cast<double>(src.size()) / std::max(secs, 1e-9);
       report["tgt_tok_per_s"] = static_cast<double>(stats.output_tokens) / std::max(secs, 1e-9);
       char buf[256];
-      std::snprintf(buf, sizeof buf, "loss = %.4f ppl = %.2f (%lld reference tokens, %lld of %zu pairs)",
+      std::snprintf(buf, sizeof buf,
+                    "loss = %.4f ppl = %.2f (%lld reference tokens, %lld of %zu pairs)",
                     loss.nll_per_token, loss.ppl, static_cast<long long>(loss.tokens),
                     static_cast<long long>(cs.kept), src.size());
       loss_line = buf;
       if (cs.kept < static_cast<int64_t>(src.size()))
-        spdlog::warn("reference loss skips {} pairs: {} empty, {} invalid UTF-8", src.size() - cs.kept,
-                     cs.empty, cs.invalid_utf8);
+        spdlog::warn("reference loss skips {} pairs: {} empty, {} invalid UTF-8",
+                     src.size() - cs.kept, cs.empty, cs.invalid_utf8);
     } else {
       hyps = read_text_lines(args->hyp);
       require_same_length("--hyp " + args->hyp, hyps, "--ref " + args->ref, refs);

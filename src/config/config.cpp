@@ -136,8 +136,7 @@ void visit(TrainConfig& c, V& v) {
     "what picks DIR/checkpoints/best: validation bleu, chrf (higher is better) or loss",
     one_of({"bleu", "chrf", "loss"}));
   v("patience", c.patience,
-    "stop after this many validations without improvement of best_metric (0 = off)",
-    at_least(0));
+    "stop after this many validations without improvement of best_metric (0 = off)", at_least(0));
 }
 
 template <class V>

@@ -42,26 +42,26 @@ struct ModelConfig {
 };
 
 struct TrainConfig {
-  int64_t max_steps = 0;         // stop after this many optimizer steps (0 = no limit)
-  int64_t max_epochs = 0;        // stop after this many passes over the data (0 = no limit)
-  int64_t seed = 1;              // seed for initialisation, shuffling and dropout
-  int64_t threads = 0;           // intra-op CPU threads (0 = all cores)
-  int64_t log_every = 100;       // steps between log lines and metrics.jsonl rows
-  int64_t save_every = 1000;     // steps between checkpoints (a final one is always written)
-  int64_t keep_last = 5;         // checkpoints kept in DIR/checkpoints
-  int64_t batch_tokens = 4096;   // token budget of a batch: rows x padded width
-  int64_t accum_steps = 1;       // batches whose gradients are summed per optimizer step
-  int64_t warmup_steps = 4000;   // Noam warm-up steps
-  double lr_factor = 1.0;        // Noam scale: lr = factor * d^-0.5 * min(s^-0.5, s * w^-1.5)
-  double adam_beta1 = 0.9;       // Adam beta1
-  double adam_beta2 = 0.98;      // Adam beta2
-  double adam_eps = 1e-9;        // Adam epsilon
-  double label_smoothing = 0.1;  // probability mass spread over the vocabulary
-  double clip_norm = 1.0;        // global gradient-norm clip (0 = off)
-  int64_t valid_every = 0;       // steps between validation passes (0 = only at the end)
-  int64_t valid_beam = 1;        // beam size for validation BLEU (1 = greedy)
+  int64_t max_steps = 0;             // stop after this many optimizer steps (0 = no limit)
+  int64_t max_epochs = 0;            // stop after this many passes over the data (0 = no limit)
+  int64_t seed = 1;                  // seed for initialisation, shuffling and dropout
+  int64_t threads = 0;               // intra-op CPU threads (0 = all cores)
+  int64_t log_every = 100;           // steps between log lines and metrics.jsonl rows
+  int64_t save_every = 1000;         // steps between checkpoints (a final one is always written)
+  int64_t keep_last = 5;             // checkpoints kept in DIR/checkpoints
+  int64_t batch_tokens = 4096;       // token budget of a batch: rows x padded width
+  int64_t accum_steps = 1;           // batches whose gradients are summed per optimizer step
+  int64_t warmup_steps = 4000;       // Noam warm-up steps
+  double lr_factor = 1.0;            // Noam scale: lr = factor * d^-0.5 * min(s^-0.5, s * w^-1.5)
+  double adam_beta1 = 0.9;           // Adam beta1
+  double adam_beta2 = 0.98;          // Adam beta2
+  double adam_eps = 1e-9;            // Adam epsilon
+  double label_smoothing = 0.1;      // probability mass spread over the vocabulary
+  double clip_norm = 1.0;            // global gradient-norm clip (0 = off)
+  int64_t valid_every = 0;           // steps between validation passes (0 = only at the end)
+  int64_t valid_beam = 1;            // beam size for validation BLEU (1 = greedy)
   std::string best_metric = "bleu";  // bleu | chrf | loss: what picks DIR/checkpoints/best
-  int64_t patience = 0;          // stop after this many validations without improvement (0 = off)
+  int64_t patience = 0;  // stop after this many validations without improvement (0 = off)
 };
 
 struct DecodeConfig {

@@ -14,9 +14,6 @@
 namespace nmt {
 namespace {
 
-
-
-
 // XML 1.0 Char production; anything else makes the document ill-formed, even as &#N;.
 bool is_xml_char(char32_t c) {
   return c == 0x9 || c == 0xA || c == 0xD || (c >= 0x20 && c <= 0xD7FF) ||

@@ -15,8 +15,8 @@ double length_penalty(int64_t length, double alpha) {
 }
 
 int64_t max_output_length(int64_t source_length, const SearchOptions& options, int64_t cap) {
-  const double l =
-      options.max_len_a * static_cast<double>(source_length) + static_cast<double>(options.max_len_b);
+  const double l = options.max_len_a * static_cast<double>(source_length) +
+                   static_cast<double>(options.max_len_b);
   return std::clamp<int64_t>(static_cast<int64_t>(std::floor(l)), 1, cap);
 }
 
@@ -49,9 +49,8 @@ Hypothesis finish(std::vector<int> tokens, double log_prob, bool ended, double a
 // end a sentence while a better, longer hypothesis is still growing.
 bool can_improve(std::vector<Hypothesis>& finished, int64_t K, double best_live, int64_t length,
                  double alpha) {
-  std::nth_element(
-      finished.begin(), finished.begin() + (K - 1), finished.end(),
-      [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  std::nth_element(finished.begin(), finished.begin() + (K - 1), finished.end(),
+                   [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
   return best_live / length_penalty(length, alpha) > finished[K - 1].score;
 }
 
@@ -185,8 +184,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Transformer& model, const torch
       }
       // A vocabulary smaller than the beam can leave it short: pad with dead copies.
       while (static_cast<int64_t>(live.size()) < K)
-        live.push_back({live.front().row, live.front().token,
-                        -std::numeric_limits<float>::infinity()});
+        live.push_back(
+            {live.front().row, live.front().token, -std::numeric_limits<float>::infinity()});
       next_sentences.push_back(s);
       for (const auto& cand : live) {
         next_rows.push_back(cand.row);

@@ -44,13 +44,15 @@ void attach_attention(LoadedModel& m, const torch::Tensor& src,
     map.layer = layer;
     map.head = o.attention_head;
     map.num_heads = m.config.model.heads;
-    for (const auto id : src_rows[i]) map.source.push_back(m.vocabs.src.piece(static_cast<int>(id)));
+    for (const auto id : src_rows[i])
+      map.source.push_back(m.vocabs.src.piece(static_cast<int>(id)));
     for (const int id : best[i]->tokens) map.target.push_back(m.vocabs.tgt.piece(id));
     if (best[i]->ended) map.target.push_back(m.vocabs.tgt.piece(kEosId));
     for (size_t t = 0; t < map.target.size(); ++t) {
       std::vector<float> row;
       for (size_t s = 0; s < map.source.size(); ++s)
-        row.push_back(acc[static_cast<int64_t>(i)][static_cast<int64_t>(t)][static_cast<int64_t>(s)]);
+        row.push_back(
+            acc[static_cast<int64_t>(i)][static_cast<int64_t>(t)][static_cast<int64_t>(s)]);
       map.weights.push_back(std::move(row));
     }
     results[i]->attention = std::move(map);
@@ -79,8 +81,7 @@ std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::
                 " decoder layers (0-based)");
   if (options.attention_head >= mc.heads)
     throw Error("attention head " + std::to_string(options.attention_head) +
-                " is out of range: the model has " + std::to_string(mc.heads) +
-                " heads (0-based)");
+                " is out of range: the model has " + std::to_string(mc.heads) + " heads (0-based)");
   const auto nbest = static_cast<size_t>(options.search.nbest);
   TranslateStats s;
   s.lines = static_cast<int64_t>(lines.size());

@@ -21,8 +21,8 @@ struct TranslateOptions {
 };
 
 struct Translation {
-  std::vector<std::string> texts;  // n-best, best first; always search.nbest entries
-  std::vector<double> scores;      // their scores (0 for an empty input line)
+  std::vector<std::string> texts;         // n-best, best first; always search.nbest entries
+  std::vector<double> scores;             // their scores (0 for an empty input line)
   std::optional<AttentionMap> attention;  // cross-attention of the best hypothesis
 };
 

@@ -157,23 +157,24 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
   auto h =
       residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
                [&](const torch::Tensor& y) { return self_attn_(y, torch::Tensor(), self_bias); });
-  h = residual(h, cross_attn_norm_, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& y) {
-    return cross_attn_(y, memory, memory_bias, cross_weights);
-  });
+  h = residual(
+      h, cross_attn_norm_, pre_norm_, dropout_, is_training(),
+      [&](const torch::Tensor& y) { return cross_attn_(y, memory, memory_bias, cross_weights); });
   return residual(h, ffn_norm_, pre_norm_, dropout_, is_training(),
                   [&](const torch::Tensor& y) { return ffn_(y); });
 }
 
 torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, DecoderState& state, size_t i,
                                      torch::Tensor* cross_weights) {
-  auto h = residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
-                    [&](const torch::Tensor& y) {
-                      return self_attn_->step(y, state.self_k[i], state.self_v[i], torch::Tensor());
-                    });
-  h = residual(h, cross_attn_norm_, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& y) {
-    return cross_attn_->step(y, state.cross_k[i], state.cross_v[i], state.memory_bias,
-                             cross_weights);
-  });
+  auto h =
+      residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& y) {
+        return self_attn_->step(y, state.self_k[i], state.self_v[i], torch::Tensor());
+      });
+  h = residual(h, cross_attn_norm_, pre_norm_, dropout_, is_training(),
+               [&](const torch::Tensor& y) {
+                 return cross_attn_->step(y, state.cross_k[i], state.cross_v[i], state.memory_bias,
+                                          cross_weights);
+               });
   return residual(h, ffn_norm_, pre_norm_, dropout_, is_training(),
                   [&](const torch::Tensor& y) { return ffn_(y); });
 }

@@ -38,7 +38,6 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
                        const torch::Tensor& bias, torch::Tensor* weights);
   torch::Tensor split_heads(const torch::Tensor& x) const;
 
-
   int64_t d_model_, heads_, head_dim_;
   double dropout_;
   bool cross_;

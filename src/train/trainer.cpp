@@ -120,9 +120,8 @@ ValidResult validate(const Config& config, const Vocabs& vocabs, Transformer& mo
   const bool was_training = model->is_training();
   model->eval();
   LoadedModel view{config, vocabs, model, ""};
-  const auto hyps =
-      translate_best(view, valid.src_lines, translate_options(config, config.train.valid_beam),
-                     nullptr);
+  const auto hyps = translate_best(view, valid.src_lines,
+                                   translate_options(config, config.train.valid_beam), nullptr);
   model->train(was_training);
   r.bleu = corpus_bleu(hyps, valid.ref_lines).score;
   r.chrf = corpus_chrf(hyps, valid.ref_lines).score;
@@ -198,8 +197,8 @@ void train(const Config& config, const TrainOptions& options) {
     throw Error("no training pairs left after filtering " + config.data.train_src);
   ValidSet valid;
   if (!config.data.valid_src.empty()) {
-    valid.corpus = load_corpus(config.data.valid_src, config.data.valid_tgt, vocabs.src,
-                               vocabs.tgt, config.model.max_positions - 2, &stats);
+    valid.corpus = load_corpus(config.data.valid_src, config.data.valid_tgt, vocabs.src, vocabs.tgt,
+                               config.model.max_positions - 2, &stats);
     log_corpus("validation", stats);
     valid.src_lines = read_lines(config.data.valid_src);
     valid.ref_lines = read_lines(config.data.valid_tgt);
@@ -304,12 +303,13 @@ void train(const Config& config, const TrainOptions& options) {
     const double value = tc.best_metric == "bleu"   ? r.bleu
                          : tc.best_metric == "chrf" ? r.chrf
                                                     : r.loss.nll_per_token;
-    const bool improved = !state.has_best || (higher_is_better ? value > state.best_value
-                                                               : value < state.best_value);
-    spdlog::info("validation at step {}: nll {:.4f}, ppl {:.2f}, BLEU {:.2f}, chrF2 {:.2f} "
-                 "({} tokens, beam {}){}",
-                 state.step, r.loss.nll_per_token, r.loss.ppl, r.bleu, r.chrf, r.loss.tokens,
-                 tc.valid_beam, improved ? " *best*" : "");
+    const bool improved =
+        !state.has_best || (higher_is_better ? value > state.best_value : value < state.best_value);
+    spdlog::info(
+        "validation at step {}: nll {:.4f}, ppl {:.2f}, BLEU {:.2f}, chrF2 {:.2f} "
+        "({} tokens, beam {}){}",
+        state.step, r.loss.nll_per_token, r.loss.ppl, r.bleu, r.chrf, r.loss.tokens, tc.valid_beam,
+        improved ? " *best*" : "");
     write_metrics({{"step", state.step},
                    {"valid_loss", r.loss.nll_per_token},
                    {"valid_ppl", r.loss.ppl},
@@ -322,19 +322,19 @@ void train(const Config& config, const TrainOptions& options) {
       state.best_value = value;
       state.best_step = state.step;
       state.validations_without_improvement = 0;
-      const auto path = save_model_checkpoint(
-          best_checkpoint_dir(run_dir), config, vocabs, model, state,
-          {{"best_metric", tc.best_metric}, {"best_value", value}});
-      if (!path.empty()) spdlog::info("saved best checkpoint {} ({} {:.4f})", path,
-                                      tc.best_metric, value);
+      const auto path =
+          save_model_checkpoint(best_checkpoint_dir(run_dir), config, vocabs, model, state,
+                                {{"best_metric", tc.best_metric}, {"best_value", value}});
+      if (!path.empty())
+        spdlog::info("saved best checkpoint {} ({} {:.4f})", path, tc.best_metric, value);
       return true;
     }
     ++state.validations_without_improvement;
     if (tc.patience > 0 && state.validations_without_improvement >= tc.patience) {
-      spdlog::info("early stopping: valid {} has not improved in {} validations; best {:.4f} at "
-                   "step {}",
-                   tc.best_metric, state.validations_without_improvement, state.best_value,
-                   state.best_step);
+      spdlog::info(
+          "early stopping: valid {} has not improved in {} validations; best {:.4f} at "
+          "step {}",
+          tc.best_metric, state.validations_without_improvement, state.best_value, state.best_step);
       return false;
     }
     return true;
