@@ -20,12 +20,6 @@ namespace nmt {
 
 namespace {
 
-std::vector<std::string> read_text_lines(const std::string& path) {
-  auto lines = read_lines(path);
-  for (auto& l : lines) chomp_cr(l);
-  return lines;
-}
-
 void require_same_length(const std::string& a_name, const std::vector<std::string>& a,
                          const std::string& b_name, const std::vector<std::string>& b) {
   if (a.size() != b.size())
@@ -88,14 +82,14 @@ void add_eval_command(CLI::App& app) {
     if (args->threads < 0) throw Error("--threads must be >= 0");
     if (args->beam < 0) throw Error("--beam must be >= 1");
 
-    const auto refs = read_text_lines(args->ref);
+    const auto refs = read_lines(args->ref);
     nlohmann::json report;
     std::vector<std::string> hyps;
     std::string loss_line;
     if (!args->checkpoint.empty()) {
       torch::set_num_threads(args->threads > 0 ? args->threads : hardware_threads());
       keep_freed_memory();
-      const auto src = read_text_lines(args->src);
+      const auto src = read_lines(args->src);
       require_same_length("--src " + args->src, src, "--ref " + args->ref, refs);
       LoadedModel m = load_model(args->checkpoint);
       m.model->eval();
@@ -140,7 +134,7 @@ void add_eval_command(CLI::App& app) {
         spdlog::warn("reference loss skips {} pairs: {} empty, {} invalid UTF-8",
                      src.size() - cs.kept, cs.empty, cs.invalid_utf8);
     } else {
-      hyps = read_text_lines(args->hyp);
+      hyps = read_lines(args->hyp);
       require_same_length("--hyp " + args->hyp, hyps, "--ref " + args->ref, refs);
     }
 

@@ -197,13 +197,12 @@ void train(const Config& config, const TrainOptions& options) {
     throw Error("no training pairs left after filtering " + config.data.train_src);
   ValidSet valid;
   if (!config.data.valid_src.empty()) {
-    valid.corpus = load_corpus(config.data.valid_src, config.data.valid_tgt, vocabs.src, vocabs.tgt,
-                               config.model.max_positions - 2, &stats);
-    log_corpus("validation", stats);
+    // Read once: the raw lines are translated for BLEU, their encoding gives the loss.
     valid.src_lines = read_lines(config.data.valid_src);
     valid.ref_lines = read_lines(config.data.valid_tgt);
-    for (auto* lines : {&valid.src_lines, &valid.ref_lines})
-      for (auto& l : *lines) chomp_cr(l);
+    valid.corpus = encode_corpus(valid.src_lines, valid.ref_lines, vocabs.src, vocabs.tgt,
+                                 config.model.max_positions - 2, false, &stats);
+    log_corpus("validation", stats);
   }
 
   torch::manual_seed(static_cast<uint64_t>(config.train.seed));
