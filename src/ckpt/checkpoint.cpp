@@ -265,12 +265,11 @@ std::string average_checkpoints(const std::vector<std::string>& dirs, const std:
   auto targets = base.model->parameters();
   for (const auto& b : base.model->buffers()) targets.push_back(b);
   for (const auto& t : targets) sums.emplace_back(t, t.to(torch::kDouble));
-  const std::string model_json = config_to_json(Config{{}, {}, base.config.model, {}, {}});
   int64_t step = read_checkpoint_state(base.dir).value("step", int64_t{0});
   std::vector<std::string> used{base.dir};
   for (size_t i = 1; i < dirs.size(); ++i) {
     LoadedModel other = load_model(dirs[i]);
-    if (config_to_json(Config{{}, {}, other.config.model, {}, {}}) != model_json)
+    if (!same_model_config(other.config.model, base.config.model))
       throw Error("average: " + other.dir + " has another model section than " + base.dir);
     if (other.vocabs.src.bytes() != base.vocabs.src.bytes() ||
         other.vocabs.tgt.bytes() != base.vocabs.tgt.bytes())

@@ -437,6 +437,10 @@ std::string config_to_json(const Config& config) {
   return out.dump(2);
 }
 
+bool same_model_config(const ModelConfig& a, const ModelConfig& b) {
+  return config_to_json(Config{{}, {}, a, {}, {}}) == config_to_json(Config{{}, {}, b, {}, {}});
+}
+
 std::string config_reference_markdown() {
   std::ostringstream os;
   os << "| key | type | default | meaning |\n|---|---|---|---|\n";

@@ -94,6 +94,10 @@ void validate_data_files(const Config& config);
 // The merged config as pretty JSON (every key, defaults included).
 std::string config_to_json(const Config& config);
 
+// True when two model sections describe the same architecture (every key equal): the weights of
+// one fit the other.
+bool same_model_config(const ModelConfig& a, const ModelConfig& b);
+
 // Markdown table of every key with its type, default and meaning (docs/config.md).
 std::string config_reference_markdown();
 

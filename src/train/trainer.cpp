@@ -149,8 +149,7 @@ void gradients_ready(torch::nn::Module& /*model*/) {}
 
 // Refuses to resume when the model or vocabulary changed under the run directory.
 void check_resume_compatible(const Config& now, const Config& saved) {
-  if (config_to_json(Config{{}, {}, now.model, {}, {}}) !=
-      config_to_json(Config{{}, {}, saved.model, {}, {}}))
+  if (!same_model_config(now.model, saved.model))
     throw Error("--resume: the model section differs from the checkpoint's; use a new --run-dir");
   if (now.vocab.joint != saved.vocab.joint)
     throw Error("--resume: vocab.joint differs from the checkpoint's; use a new --run-dir");
