@@ -9,6 +9,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
+#include "cli/decode_flags.h"
 #include "data/corpus.h"
 #include "decode/translate.h"
 #include "eval/metrics.h"
@@ -45,11 +46,8 @@ std::string bleu_summary(const BleuResult& b) {
 void add_eval_command(CLI::App& app) {
   struct Args {
     std::string checkpoint, src, ref, hyp, hyp_out;
-    int64_t beam = 0;
-    int64_t batch_tokens = 0;
-    double length_penalty = -1;
+    DecodeFlags decode;
     bool json = false;
-    int threads = 0;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
@@ -64,13 +62,8 @@ void add_eval_command(CLI::App& app) {
   auto* hyp_opt = cmd->add_option("--hyp", args->hyp, "Hypothesis file to score (no model)");
   hyp_opt->excludes(ckpt_opt);
   cmd->add_option("--hyp-out", args->hyp_out, "Also write the translations here");
-  cmd->add_option("--beam", args->beam, "Beam size; 1 = greedy (default: decode.beam_size)");
-  cmd->add_option("--length-penalty", args->length_penalty,
-                  "GNMT length penalty alpha (default: decode.length_penalty)");
-  cmd->add_option("--batch-tokens", args->batch_tokens,
-                  "Source-token budget per batch (default: decode.batch_tokens)");
+  add_decode_flags(cmd, args->decode);
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
   cmd->callback([args] {
     setup_logging();
     if (args->checkpoint.empty() == args->hyp.empty())
@@ -79,24 +72,19 @@ void add_eval_command(CLI::App& app) {
       throw Error("--checkpoint needs --src, the source file to translate");
     if (args->hyp.empty() == false && (!args->src.empty() || !args->hyp_out.empty()))
       throw Error("--src and --hyp-out need --checkpoint; --hyp scores an existing file");
-    if (args->threads < 0) throw Error("--threads must be >= 0");
-    if (args->beam < 0) throw Error("--beam must be >= 1");
+    check_decode_flags(args->decode);
 
     const auto refs = read_lines(args->ref);
     nlohmann::json report;
     std::vector<std::string> hyps;
     std::string loss_line;
     if (!args->checkpoint.empty()) {
-      torch::set_num_threads(args->threads > 0 ? args->threads : hardware_threads());
-      keep_freed_memory();
+      use_inference_threads(args->decode);
       const auto src = read_lines(args->src);
       require_same_length("--src " + args->src, src, "--ref " + args->ref, refs);
       LoadedModel m = load_model(args->checkpoint);
-      m.model->eval();
-      TranslateOptions options = translate_options(m.config, args->beam);
+      TranslateOptions options = decode_options(args->decode, m.config);
       options.search.nbest = 1;
-      if (args->batch_tokens > 0) options.batch_tokens = args->batch_tokens;
-      if (args->length_penalty >= 0) options.search.length_penalty = args->length_penalty;
       spdlog::info("translating {} lines with {} (beam {})", src.size(), m.dir,
                    options.search.beam_size);
       const auto start = std::chrono::steady_clock::now();

@@ -10,6 +10,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
+#include "cli/decode_flags.h"
 #include "decode/attention_plot.h"
 #include "decode/translate.h"
 #include "util/log.h"
@@ -39,15 +40,12 @@ void add_translate_command(CLI::App& app) {
     std::string checkpoint;
     std::string input;
     std::string output;
-    int64_t batch_tokens = 0;
-    int64_t beam = 0;
+    DecodeFlags decode;
     int64_t nbest = 0;
-    double length_penalty = -1;
     bool scores = false;
     std::string attention_out;
     int64_t attention_layer = -1;
     int64_t attention_head = -1;
-    int threads = 0;
     int64_t chunk_lines = 1000;
   };
   auto args = std::make_shared<Args>();
@@ -57,13 +55,9 @@ void add_translate_command(CLI::App& app) {
       ->required();
   cmd->add_option("--input", args->input, "Input file (default: stdin)");
   cmd->add_option("--output", args->output, "Output file (default: stdout)");
-  cmd->add_option("--batch-tokens", args->batch_tokens,
-                  "Source-token budget per batch, beams included (default: decode.batch_tokens)");
-  cmd->add_option("--beam", args->beam, "Beam size; 1 = greedy (default: decode.beam_size)");
+  add_decode_flags(cmd, args->decode);
   cmd->add_option("--nbest", args->nbest,
                   "Write the N best hypotheses as 'index ||| hypothesis ||| score' lines");
-  cmd->add_option("--length-penalty", args->length_penalty,
-                  "GNMT length penalty alpha (default: decode.length_penalty)");
   cmd->add_flag("--scores", args->scores, "Add each hypothesis' score as a tab-separated column");
   cmd->add_option("--attention-out", args->attention_out,
                   "Write a cross-attention heatmap (NNNNNN.svg) and its weights (NNNNNN.json) "
@@ -72,26 +66,20 @@ void add_translate_command(CLI::App& app) {
                   "Decoder layer for --attention-out, 0-based (default: the last)");
   cmd->add_option("--attention-head", args->attention_head,
                   "Head for --attention-out, 0-based (default: mean over heads)");
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)");
   cmd->add_option("--chunk-lines", args->chunk_lines,
                   "Lines read, translated and flushed at a time: output starts before the input "
                   "ends (default: 1000)");
   cmd->callback([args] {
     setup_logging();
-    if (args->threads < 0) throw Error("--threads must be >= 0");
+    check_decode_flags(args->decode);
     if (args->chunk_lines < 1) throw Error("--chunk-lines must be >= 1");
-    if (args->beam < 0) throw Error("--beam must be >= 1");
     if (args->nbest < 0) throw Error("--nbest must be >= 1");
     if (args->attention_layer < -1 || args->attention_head < -1)
       throw Error("--attention-layer and --attention-head must be >= 0");
-    torch::set_num_threads(args->threads > 0 ? args->threads : hardware_threads());
-    keep_freed_memory();
+    use_inference_threads(args->decode);
     LoadedModel m = load_model(args->checkpoint);
-    m.model->eval();
     spdlog::info("loaded {}", m.dir);
-    TranslateOptions options = translate_options(m.config, args->beam);
-    if (args->batch_tokens > 0) options.batch_tokens = args->batch_tokens;
-    if (args->length_penalty >= 0) options.search.length_penalty = args->length_penalty;
+    TranslateOptions options = decode_options(args->decode, m.config);
     const bool nbest_mode = args->nbest > 0;
     options.search.nbest = nbest_mode ? args->nbest : 1;
     if (options.search.nbest > options.search.beam_size)

@@ -1,0 +1,37 @@
+#include "cli/decode_flags.h"
+
+#include <torch/torch.h>
+
+#include <CLI/CLI.hpp>
+
+#include "util/util.h"
+
+namespace nmt {
+
+void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
+  cmd->add_option("--beam", flags.beam, "Beam size; 1 = greedy (default: decode.beam_size)");
+  cmd->add_option("--length-penalty", flags.length_penalty,
+                  "GNMT length penalty alpha (default: decode.length_penalty)");
+  cmd->add_option("--batch-tokens", flags.batch_tokens,
+                  "Source-token budget per batch, beams included (default: decode.batch_tokens)");
+  cmd->add_option("--threads", flags.threads, "CPU threads (0 = all cores)");
+}
+
+void check_decode_flags(const DecodeFlags& flags) {
+  if (flags.threads < 0) throw Error("--threads must be >= 0");
+  if (flags.beam < 0) throw Error("--beam must be >= 1");
+}
+
+void use_inference_threads(const DecodeFlags& flags) {
+  torch::set_num_threads(flags.threads > 0 ? flags.threads : hardware_threads());
+  keep_freed_memory();
+}
+
+TranslateOptions decode_options(const DecodeFlags& flags, const Config& config) {
+  TranslateOptions options = translate_options(config, flags.beam);
+  if (flags.batch_tokens > 0) options.batch_tokens = flags.batch_tokens;
+  if (flags.length_penalty >= 0) options.search.length_penalty = flags.length_penalty;
+  return options;
+}
+
+}  // namespace nmt

@@ -1,0 +1,34 @@
+// Decoding flags shared by `translate` and `eval`: declared, checked and applied in one place.
+#pragma once
+
+#include <cstdint>
+
+#include "config/config.h"
+#include "decode/translate.h"
+
+namespace CLI {
+class App;
+}
+
+namespace nmt {
+
+struct DecodeFlags {
+  int64_t beam = 0;            // 0: decode.beam_size
+  double length_penalty = -1;  // < 0: decode.length_penalty
+  int64_t batch_tokens = 0;    // 0: decode.batch_tokens
+  int threads = 0;             // 0: all cores
+};
+
+// Adds --beam, --length-penalty, --batch-tokens and --threads.
+void add_decode_flags(CLI::App* cmd, DecodeFlags& flags);
+
+// Throws on out-of-range values.
+void check_decode_flags(const DecodeFlags& flags);
+
+// Sets LibTorch's CPU threads for inference and keeps freed buffers in the heap.
+void use_inference_threads(const DecodeFlags& flags);
+
+// The checkpoint config's decode options with the given flags applied.
+TranslateOptions decode_options(const DecodeFlags& flags, const Config& config);
+
+}  // namespace nmt
