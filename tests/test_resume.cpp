@@ -1,0 +1,80 @@
+// Bit-exact resume: 2N steps in one go and N steps + --resume N steps give identical per-step
+// losses and identical final weights, with dropout on and the stop in the middle of an epoch.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "helpers.h"
+
+using nlohmann::json;
+using nmt_test::run_command;
+
+namespace {
+std::string nmt_bin() { return "'" + nmt_test::nmt_binary() + "'"; }
+
+std::string train_command(const std::string& data, const std::string& run, int steps) {
+  return nmt_bin() + " train --config configs/quickstart.json --run-dir " + run +
+         " --set data.train_src=" + data + "/train.en --set data.train_tgt=" + data +
+         "/train.de --set data.valid_src= --set data.valid_tgt= --set vocab.size=80"
+         " --set model.d_model=32 --set model.d_ff=64 --set model.heads=2 --set model.dropout=0.1"
+         " --set model.attention_dropout=0.1 --set train.threads=1 --set train.batch_tokens=500"
+         " --set train.warmup_steps=10 --set train.log_every=1 --set train.save_every=12"
+         " --set train.max_steps=" + std::to_string(steps);
+}
+
+// Per-step rows of metrics.jsonl, keyed by step, as their exact JSON text of the fields that
+// must match (losses, learning rate, gradient norm, tokens).
+std::map<int64_t, std::string> step_rows(const std::string& path) {
+  std::map<int64_t, std::string> rows;
+  for (const auto& line : nmt_test::read_lines_of(path)) {
+    const auto j = json::parse(line);
+    if (!j.contains("loss")) continue;
+    rows[j["step"].get<int64_t>()] = json{{"loss", j["loss"]},
+                                          {"ppl", j["ppl"]},
+                                          {"lr", j["lr"]},
+                                          {"grad_norm", j["grad_norm"]},
+                                          {"tgt_tokens", j["tgt_tokens"]},
+                                          {"epoch", j["epoch"]}}
+                                         .dump();
+  }
+  return rows;
+}
+}  // namespace
+
+TEST(Resume, BitExactAcrossAStopInTheMiddleOfAnEpoch) {
+  nmt_test::TempDir dir;
+  const std::string data = dir / "data";
+  auto r = run_command("python3 scripts/make_quickstart_data.py --out " + data +
+                       " --train 400 --valid 5 --test 5");
+  ASSERT_EQ(r.status, 0) << r.output;
+
+  r = run_command(train_command(data, dir / "once", 24));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("(\\d+) batches per epoch")));
+  const int batches = std::stoi(m[1].str());
+  // The stop at step 12 must fall inside an epoch, and training must cross an epoch after it.
+  ASSERT_NE(12 % batches, 0) << batches << " batches per epoch";
+  ASSERT_LT(batches, 24);
+
+  r = run_command(train_command(data, dir / "twice", 12));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(train_command(data, dir / "twice", 24) + " --resume");
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+
+  const auto once = step_rows(dir / "once/metrics.jsonl");
+  const auto twice = step_rows(dir / "twice/metrics.jsonl");
+  ASSERT_EQ(once.size(), 24u);
+  ASSERT_EQ(twice.size(), 24u);
+  for (int64_t step = 13; step <= 24; ++step)
+    EXPECT_EQ(once.at(step), twice.at(step)) << "step " << step;
+  const std::string ckpt = "/checkpoints/ckpt-00000024/model.pt";
+  const auto a = nmt_test::read_text(dir / ("once" + ckpt));
+  const auto b = nmt_test::read_text(dir / ("twice" + ckpt));
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "final weights differ";
+}
