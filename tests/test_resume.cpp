@@ -22,7 +22,8 @@ std::string train_command(const std::string& data, const std::string& run, int s
          " --set model.d_model=32 --set model.d_ff=64 --set model.heads=2 --set model.dropout=0.1"
          " --set model.attention_dropout=0.1 --set train.threads=1 --set train.batch_tokens=500"
          " --set train.warmup_steps=10 --set train.log_every=1 --set train.save_every=12"
-         " --set train.max_steps=" + std::to_string(steps);
+         " --set train.max_steps=" +
+         std::to_string(steps);
 }
 
 // Per-step rows of metrics.jsonl, keyed by step, as their exact JSON text of the fields that
@@ -32,13 +33,13 @@ std::map<int64_t, std::string> step_rows(const std::string& path) {
   for (const auto& line : nmt_test::read_lines_of(path)) {
     const auto j = json::parse(line);
     if (!j.contains("loss")) continue;
-    rows[j["step"].get<int64_t>()] = json{{"loss", j["loss"]},
-                                          {"ppl", j["ppl"]},
-                                          {"lr", j["lr"]},
-                                          {"grad_norm", j["grad_norm"]},
-                                          {"tgt_tokens", j["tgt_tokens"]},
-                                          {"epoch", j["epoch"]}}
-                                         .dump();
+    rows[j["step"].get<int64_t>()] = json{
+        {"loss", j["loss"]},
+        {"ppl", j["ppl"]},
+        {"lr", j["lr"]},
+        {"grad_norm", j["grad_norm"]},
+        {"tgt_tokens", j["tgt_tokens"]},
+        {"epoch", j["epoch"]}}.dump();
   }
   return rows;
 }
@@ -77,4 +78,41 @@ TEST(Resume, BitExactAcrossAStopInTheMiddleOfAnEpoch) {
   const auto b = nmt_test::read_text(dir / ("twice" + ckpt));
   ASSERT_FALSE(a.empty());
   EXPECT_TRUE(a == b) << "final weights differ";
+}
+
+// A change that breaks exact continuation is refused, naming the key and the way out.
+TEST(Resume, RefusesChangedBatchingOrOptimizerUnlessReset) {
+  nmt_test::TempDir dir;
+  const std::string data = dir / "data";
+  auto r = run_command("python3 scripts/make_quickstart_data.py --out " + data +
+                       " --train 300 --valid 5 --test 5");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string run = dir / "run";
+  r = run_command(train_command(data, run, 12));
+  ASSERT_EQ(r.status, 0) << r.output;
+
+  r = run_command(train_command(data, run, 24) + " --resume --set train.batch_tokens=400");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("train.batch_tokens changed from 500 to 400"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("--reset-data"), std::string::npos) << r.output;
+  r = run_command(train_command(data, run, 24) + " --resume --set train.warmup_steps=20");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("train.warmup_steps changed from 10 to 20"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("--reset-optimizer"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(run + "/checkpoints/ckpt-00000024"));
+
+  r = run_command(train_command(data, run, 18) +
+                  " --resume --reset-data --set train.batch_tokens=400");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("--reset-data: starting a fresh pass"), std::string::npos) << r.output;
+  r = run_command(train_command(data, run, 24) +
+                  " --resume --reset-data --reset-optimizer --set train.batch_tokens=400"
+                  " --set train.warmup_steps=20");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/ckpt-00000024/model.pt"));
+  r = run_command(train_command(data, dir / "other", 5) + " --reset-data");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("go with --resume"), std::string::npos) << r.output;
 }

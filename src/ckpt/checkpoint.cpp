@@ -206,7 +206,7 @@ Vocabs read_checkpoint_vocabs(const std::string& ckpt_dir, bool joint) {
 }
 
 TrainerState load_training_state(const std::string& ckpt_dir, Transformer& model,
-                                 torch::optim::Optimizer& optimizer) {
+                                 torch::optim::Optimizer& optimizer, bool load_optimizer) {
   const std::string state_path = ckpt_dir + "/state.json";
   const json st = read_checkpoint_state(ckpt_dir);
   if (!file_exists(ckpt_dir + "/optimizer.pt"))
@@ -215,8 +215,9 @@ TrainerState load_training_state(const std::string& ckpt_dir, Transformer& model
                 "from a ckpt-* directory");
   wrap_torch_io(ckpt_dir + "/model.pt", "load",
                 [&] { torch::load(model, ckpt_dir + "/model.pt"); });
-  wrap_torch_io(ckpt_dir + "/optimizer.pt", "load",
-                [&] { torch::load(optimizer, ckpt_dir + "/optimizer.pt"); });
+  if (load_optimizer)
+    wrap_torch_io(ckpt_dir + "/optimizer.pt", "load",
+                  [&] { torch::load(optimizer, ckpt_dir + "/optimizer.pt"); });
   torch::Tensor rng_state;
   wrap_torch_io(ckpt_dir + "/rng.pt", "load",
                 [&] { torch::load(rng_state, ckpt_dir + "/rng.pt"); });

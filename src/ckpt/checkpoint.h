@@ -69,8 +69,9 @@ Vocabs read_checkpoint_vocabs(const std::string& ckpt_dir, bool joint);
 void write_vocabs(const std::string& dir, const Vocabs& vocabs);
 
 // Restores weights, optimizer state, RNG state and trainer state for --resume.
+// With load_optimizer false the optimizer keeps its fresh state (--reset-optimizer).
 TrainerState load_training_state(const std::string& ckpt_dir, Transformer& model,
-                                 torch::optim::Optimizer& optimizer);
+                                 torch::optim::Optimizer& optimizer, bool load_optimizer = true);
 
 struct LoadedModel {
   Config config;

@@ -15,6 +15,8 @@ void add_train_command(CLI::App& app) {
     std::string run_dir;
     std::vector<std::string> overrides;
     bool resume = false;
+    bool reset_optimizer = false;
+    bool reset_data = false;
     bool dump_config = false;
     bool print_reference = false;
   };
@@ -26,6 +28,11 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--set", args->overrides, "Override a config key: --set train.max_steps=500")
       ->take_all();
   cmd->add_flag("--resume", args->resume, "Continue from the newest complete checkpoint");
+  cmd->add_flag("--reset-optimizer", args->reset_optimizer,
+                "With --resume: fresh Adam state (allows changed adam_*, warmup_steps, lr_factor)");
+  cmd->add_flag(
+      "--reset-data", args->reset_data,
+      "With --resume: start a fresh pass over the data (allows changed data or batching)");
   cmd->add_flag("--dump-config", args->dump_config, "Print the merged config and exit");
   cmd->add_flag("--print-config-reference", args->print_reference,
                 "Print every config key with its type, default and meaning (Markdown) and exit");
@@ -48,7 +55,10 @@ void add_train_command(CLI::App& app) {
     }
     if (args->run_dir.empty()) throw Error("train: --run-dir is required");
     validate_data_files(config);
-    train(config, TrainOptions{args->run_dir, args->resume});
+    if ((args->reset_optimizer || args->reset_data) && !args->resume)
+      throw Error("--reset-optimizer and --reset-data go with --resume");
+    train(config,
+          TrainOptions{args->run_dir, args->resume, args->reset_optimizer, args->reset_data});
   });
 }
 

@@ -147,12 +147,42 @@ void log_corpus(const char* name, const CorpusStats& s) {
 // Data-parallel training will all-reduce them here.
 void gradients_ready(torch::nn::Module& /*model*/) {}
 
-// Refuses to resume when the model or vocabulary changed under the run directory.
-void check_resume_compatible(const Config& now, const Config& saved) {
+// Refuses to resume when the model or vocabulary changed under the run directory, and when a
+// change would make the continuation differ from an uninterrupted run unless the user asked for
+// a reset of the part it touches.
+void check_resume_compatible(const Config& now, const Config& saved, const TrainOptions& o) {
   if (!same_model_config(now.model, saved.model))
     throw Error("--resume: the model section differs from the checkpoint's; use a new --run-dir");
   if (now.vocab.joint != saved.vocab.joint)
     throw Error("--resume: vocab.joint differs from the checkpoint's; use a new --run-dir");
+  struct Field {
+    const char* key;
+    std::string before, after;
+    bool data;  // true: the data position depends on it; false: the optimizer state does
+  };
+  auto str = [](const auto& v) { return nlohmann::json(v).dump(); };
+  const auto &a = saved.train, &b = now.train;
+  const std::vector<Field> fields = {
+      {"data.train_src", str(saved.data.train_src), str(now.data.train_src), true},
+      {"data.train_tgt", str(saved.data.train_tgt), str(now.data.train_tgt), true},
+      {"data.max_len", str(saved.data.max_len), str(now.data.max_len), true},
+      {"train.batch_tokens", str(a.batch_tokens), str(b.batch_tokens), true},
+      {"train.accum_steps", str(a.accum_steps), str(b.accum_steps), true},
+      {"train.seed", str(a.seed), str(b.seed), true},
+      {"train.adam_beta1", str(a.adam_beta1), str(b.adam_beta1), false},
+      {"train.adam_beta2", str(a.adam_beta2), str(b.adam_beta2), false},
+      {"train.adam_eps", str(a.adam_eps), str(b.adam_eps), false},
+      {"train.warmup_steps", str(a.warmup_steps), str(b.warmup_steps), false},
+      {"train.lr_factor", str(a.lr_factor), str(b.lr_factor), false},
+  };
+  for (const auto& f : fields) {
+    if (f.before == f.after || (f.data ? o.reset_data : o.reset_optimizer)) continue;
+    throw Error(std::string("--resume: ") + f.key + " changed from " + f.before + " to " + f.after +
+                ", so training cannot continue exactly as it would have; pass " +
+                (f.data ? "--reset-data to start a fresh pass over the data"
+                        : "--reset-optimizer to start with a fresh optimizer state") +
+                ", restore the setting, or use a new --run-dir");
+  }
 }
 
 }  // namespace
@@ -175,7 +205,7 @@ void train(const Config& config, const TrainOptions& options) {
     const auto all = list_checkpoints(run_dir);
     if (all.empty()) throw Error("--resume: no complete checkpoint in " + run_dir + "/checkpoints");
     resume_from = all.back();
-    check_resume_compatible(config, read_checkpoint_config(*resume_from));
+    check_resume_compatible(config, read_checkpoint_config(*resume_from), options);
   } else if (!list_checkpoints(run_dir).empty()) {
     throw Error(run_dir +
                 " already holds checkpoints: pass --resume to continue, or use a new --run-dir");
@@ -217,7 +247,15 @@ void train(const Config& config, const TrainOptions& options) {
 
   TrainerState state;
   if (resume_from) {
-    state = load_training_state(*resume_from, model, optimizer);
+    state = load_training_state(*resume_from, model, optimizer, !options.reset_optimizer);
+    if (options.reset_optimizer)
+      spdlog::info("--reset-optimizer: starting with a fresh Adam state");
+    if (options.reset_data) {
+      // A fresh pass: the next epoch's plan from its first batch.
+      if (state.batch_in_epoch > 0) ++state.epoch;
+      state.batch_in_epoch = 0;
+      spdlog::info("--reset-data: starting a fresh pass over the data (epoch {})", state.epoch + 1);
+    }
     spdlog::info("resumed from {} at step {}, epoch {}, batch {}", *resume_from, state.step,
                  state.epoch + 1, state.batch_in_epoch);
   }
