@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -328,4 +329,20 @@ TEST(EarlyStopping, StopsAfterPatienceValidationsWithoutImprovement) {
   const auto best = json::parse(nmt_test::read_text(dir / "run/checkpoints/best/state.json"));
   EXPECT_EQ(best["step"], 5);
   EXPECT_EQ(best["best_metric"], "loss");
+}
+
+// `nmt translate ... | head` ends quietly when the reader goes away: no error message.
+TEST_F(QuickstartRun, ClosedOutputPipeExitsQuietly) {
+  std::string many;
+  for (int i = 0; i < 3000; ++i) many += "forty-two thousand\n";
+  write_text(path("many.en"), many);
+  const auto r =
+      run_command("{ " + translate("--beam 1 --chunk-lines 100 --input " + path("many.en")) +
+                  " 2>" + path("err.txt") + "; echo $? > " + path("status.txt") + "; } | head -1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  const int status = std::stoi(nmt_test::read_text(path("status.txt")));
+  EXPECT_TRUE(status == 141 || status == 0) << status;  // 141: SIGPIPE's default action
+  const auto err = nmt_test::read_text(path("err.txt"));
+  EXPECT_EQ(err.find("error"), std::string::npos) << err;
 }
