@@ -116,3 +116,66 @@ TEST(Resume, RefusesChangedBatchingOrOptimizerUnlessReset) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("go with --resume"), std::string::npos) << r.output;
 }
+
+namespace {
+std::string small_data(const nmt_test::TempDir& dir) {
+  const std::string data = dir / "data";
+  const auto r = run_command("python3 scripts/make_quickstart_data.py --out " + data +
+                             " --train 300 --valid 5 --test 5");
+  EXPECT_EQ(r.status, 0) << r.output;
+  return data;
+}
+}  // namespace
+
+// A non-finite loss skips its update and training goes on; too many in a row stop training with
+// an error, leaving the last good checkpoint usable.
+TEST(Divergence, NonFiniteStepsAreSkippedThenStopTraining) {
+  nmt_test::TempDir dir;
+  const std::string data = small_data(dir);
+  auto r = run_command("NMT_DEBUG_NAN_STEPS=3 " + train_command(data, dir / "skip", 10));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("update 3 skipped"), std::string::npos) << r.output;
+  const auto rows = step_rows(dir / "skip/metrics.jsonl");
+  ASSERT_EQ(rows.size(), 10u);  // ten real updates: the skipped attempt is not a step
+  for (const auto& [step, row] : rows)
+    EXPECT_EQ(row.find("null"), std::string::npos) << "step " << step << ": " << row;
+
+  const std::string run = dir / "diverge";
+  r = run_command("NMT_DEBUG_NAN_STEPS=14,15,16 " + train_command(data, run, 30) +
+                  " --set train.max_bad_steps=3");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("training diverged: 3 consecutive steps"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/ckpt-00000012/model.pt"));
+  EXPECT_FALSE(std::filesystem::exists(run + "/checkpoints/ckpt-00000024"));
+  nmt_test::write_text(dir / "in.txt", "seven\n");
+  r = run_command(nmt_bin() + " translate --checkpoint " + run + " --input " + (dir / "in.txt"));
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+// SIGTERM / SIGINT finish the step, save a checkpoint and exit with 128 + signal.
+TEST(Signals, StopSignalSavesAndExitsWithShellStatus) {
+  nmt_test::TempDir dir;
+  const std::string data = small_data(dir);
+  for (const auto& [name, status] :
+       std::vector<std::pair<std::string, int>>{{"TERM", 143}, {"INT", 130}}) {
+    const std::string run = dir / ("run-" + name);
+    // Start training, wait for three logged steps, signal it, and record its exit status.
+    const std::string script =
+        train_command(data, run, 100000) + " --set train.save_every=100000 > " + run +
+        ".log 2>&1 & p=$!; n=0; while [ \"$(cat " + run +
+        "/metrics.jsonl 2>/dev/null | grep -c loss)\" -lt 3 ] && [ $n -lt 600 ]; do sleep 0.1;"
+        " n=$((n+1)); done; kill -" +
+        name + " $p; wait $p; echo $?";
+    const auto r = run_command(script);
+    EXPECT_EQ(r.output, std::to_string(status) + "\n") << name;
+    const auto log = nmt_test::read_text(run + ".log");
+    EXPECT_NE(log.find("SIG" + name + " received: saving a checkpoint"), std::string::npos) << log;
+    EXPECT_EQ(log.find("error"), std::string::npos) << log;
+    const auto rows = step_rows(run + "/metrics.jsonl");
+    ASSERT_FALSE(rows.empty());
+    char ckpt[32];
+    std::snprintf(ckpt, sizeof ckpt, "/checkpoints/ckpt-%08lld",
+                  static_cast<long long>(rows.rbegin()->first));
+    EXPECT_TRUE(std::filesystem::exists(run + ckpt + "/model.pt")) << ckpt;
+  }
+}

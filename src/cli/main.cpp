@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "util/log.h"
+#include "util/util.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"nmt: train, evaluate and run Transformer translation models"};
@@ -17,6 +18,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const nmt::Interrupted& e) {
+    std::fflush(stdout);
+    nmt::clear_progress();
+    return 128 + e.signal();
   } catch (const std::exception& e) {
     std::fflush(stdout);
     nmt::clear_progress();

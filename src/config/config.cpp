@@ -137,6 +137,10 @@ void visit(TrainConfig& c, V& v) {
     one_of({"bleu", "chrf", "loss"}));
   v("patience", c.patience,
     "stop after this many validations without improvement of best_metric (0 = off)", at_least(0));
+  v("max_bad_steps", c.max_bad_steps,
+    "stop with an error after this many consecutive steps with a non-finite loss or gradient "
+    "norm (each is skipped)",
+    at_least(1));
 }
 
 template <class V>

@@ -61,7 +61,8 @@ struct TrainConfig {
   int64_t valid_every = 0;           // steps between validation passes (0 = only at the end)
   int64_t valid_beam = 1;            // beam size for validation BLEU (1 = greedy)
   std::string best_metric = "bleu";  // bleu | chrf | loss: what picks DIR/checkpoints/best
-  int64_t patience = 0;  // stop after this many validations without improvement (0 = off)
+  int64_t patience = 0;       // stop after this many validations without improvement (0 = off)
+  int64_t max_bad_steps = 5;  // stop after this many non-finite steps in a row (each skipped)
 };
 
 struct DecodeConfig {

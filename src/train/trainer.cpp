@@ -2,8 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -141,6 +146,45 @@ void log_corpus(const char* name, const CorpusStats& s) {
   spdlog::info(
       "{} data: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8", name,
       s.total, s.kept, s.empty, s.too_long, s.invalid_utf8);
+}
+
+// SIGINT/SIGTERM during training: the first finishes the current step, saves and exits with
+// 128 + signal; a second SIGINT exits at once.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0 && sig == SIGINT) _exit(128 + SIGINT);
+  g_stop_signal = sig;
+}
+
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  int requested() const { return g_stop_signal; }
+
+ private:
+  struct sigaction old_int_ {
+  }, old_term_{};
+};
+
+// Test hook: NMT_DEBUG_NAN_STEPS="3,4" poisons the loss of those update attempts (1-based).
+std::vector<int64_t> debug_nan_steps() {
+  std::vector<int64_t> steps;
+  if (const char* env = std::getenv("NMT_DEBUG_NAN_STEPS"))
+    for (const auto& part : split(env, ','))
+      if (!trim(part).empty()) steps.push_back(std::stoll(trim(part)));
+  return steps;
 }
 
 // The one place where the step's gradients are complete before clipping and the update.
@@ -376,7 +420,13 @@ void train(const Config& config, const TrainOptions& options) {
     return true;
   };
 
+  StopSignals signals;
+  const auto nan_steps = debug_nan_steps();
+  int64_t attempts = 0, bad_steps = 0;
+  int stop_signal = 0;
   while (!done()) {
+    // Checked between steps: the previous step is complete, so the checkpoint is consistent.
+    if ((stop_signal = signals.requested()) != 0) break;
     // Gather this step's batches first: the loss is normalised by their total target tokens.
     std::vector<TensorBatch> batches;
     int64_t step_tokens = 0;
@@ -392,6 +442,9 @@ void train(const Config& config, const TrainOptions& options) {
       static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
     optimizer.zero_grad();
     double step_loss = 0, step_nll = 0;
+    ++attempts;
+    const bool poisoned =
+        std::find(nan_steps.begin(), nan_steps.end(), attempts) != nan_steps.end();
     for (const auto& b : batches) {
       const auto enc = model->encode(b.src);
       const auto hidden = model->decode(b.tgt_in, enc);
@@ -399,6 +452,7 @@ void train(const Config& config, const TrainOptions& options) {
       const auto keep = b.tgt_out.ne(kPadId);
       const auto logits = model->project(hidden.index({keep}));
       auto sums = label_smoothed_loss(logits, b.tgt_out.index({keep}), tc.label_smoothing, kPadId);
+      if (poisoned) sums.loss = sums.loss * std::numeric_limits<double>::quiet_NaN();
       (sums.loss / static_cast<double>(step_tokens)).backward();
       step_loss += sums.loss.item<double>();
       step_nll += sums.nll.item<double>();
@@ -413,6 +467,21 @@ void train(const Config& config, const TrainOptions& options) {
         if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
       grad_norm = std::sqrt(sq);
     }
+    if (!std::isfinite(step_loss) || !std::isfinite(grad_norm)) {
+      // A diverged step must not reach the weights or Adam's moments.
+      optimizer.zero_grad();
+      ++bad_steps;
+      clear_progress();
+      spdlog::warn("update {} skipped: loss {} and gradient norm {} ({} bad in a row, limit {})",
+                   state.step + 1, step_loss, grad_norm, bad_steps, tc.max_bad_steps);
+      if (bad_steps >= tc.max_bad_steps)
+        throw Error("training diverged: " + std::to_string(bad_steps) +
+                    " consecutive steps with a non-finite loss or gradient norm after step " +
+                    std::to_string(state.step) + " (train.max_bad_steps); the last good " +
+                    "checkpoint is in " + run_dir + "/checkpoints; try a lower train.lr_factor");
+      continue;
+    }
+    bad_steps = 0;
     optimizer.step();
     ++state.step;
     state.tgt_tokens += step_tokens;
@@ -463,6 +532,12 @@ void train(const Config& config, const TrainOptions& options) {
     if (!keep_going) break;
   }
   clear_progress();
+  if (stop_signal != 0) {
+    spdlog::warn("{} received: saving a checkpoint at step {} and stopping",
+                 stop_signal == SIGINT ? "SIGINT" : "SIGTERM", state.step);
+    if (last_saved_step != state.step) save();
+    throw Interrupted(stop_signal);
+  }
   if (last_validated_step != state.step) run_validation();
   if (last_saved_step != state.step) save();
   spdlog::info("training done: {} steps, {} target tokens, {}", state.step, state.tgt_tokens,

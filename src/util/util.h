@@ -15,6 +15,18 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown when a signal asked the process to stop after finishing its work cleanly; main exits
+// with 128 + signal, as shells expect, without an error message.
+class Interrupted : public std::exception {
+ public:
+  explicit Interrupted(int signal) : signal_(signal) {}
+  int signal() const { return signal_; }
+  const char* what() const noexcept override { return "interrupted"; }
+
+ private:
+  int signal_;
+};
+
 // True when s is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
 bool is_valid_utf8(std::string_view s);
 // Replaces each invalid UTF-8 sequence and each NUL byte with U+FFFD; counts replacements.
