@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <regex>
 
 #include "helpers.h"
@@ -178,4 +180,53 @@ TEST(Signals, StopSignalSavesAndExitsWithShellStatus) {
                   static_cast<long long>(rows.rbegin()->first));
     EXPECT_TRUE(std::filesystem::exists(run + ckpt + "/model.pt")) << ckpt;
   }
+}
+
+// kill -9 at random moments, saves included: once a checkpoint has been saved, the newest
+// complete one always loads, and --resume always continues.
+TEST(CrashSafety, SurvivesRepeatedSigkill) {
+  nmt_test::TempDir dir;
+  const std::string data = small_data(dir);
+  const std::string run = dir / "run";
+  nmt_test::write_text(dir / "in.txt", "seven\n");
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<int> delay_ms(300, 2500);
+  int kills = 0, with_checkpoint = 0, with_partial = 0;
+  for (int i = 0; i < 24; ++i) {
+    const bool resume =
+        std::filesystem::exists(run + "/checkpoints") &&
+        !nmt_test::run_command("ls -d " + run + "/checkpoints/ckpt-* 2>/dev/null").output.empty();
+    const std::string cmd = train_command(data, run, 100000) + " --set train.save_every=1" +
+                            (resume ? " --resume" : "");
+    const auto r =
+        run_command(cmd + " > " + run + ".log 2>&1 & p=$!; sleep " +
+                    std::to_string(delay_ms(rng) / 1000.0) + "; kill -9 $p; wait $p; echo $?");
+    // The shell may also report "Killed"; the status line comes last.
+    ASSERT_GE(r.output.size(), 4u);
+    ASSERT_EQ(r.output.substr(r.output.size() - 4), "137\n")
+        << "run " << i << " ended before the kill: " << r.output;
+    ++kills;
+    if (!run_command("ls -d " + run + "/checkpoints/.tmp-* 2>/dev/null").output.empty())
+      ++with_partial;
+    const auto newest = run_command("ls -d " + run + "/checkpoints/ckpt-* 2>/dev/null | tail -1");
+    if (newest.output.empty()) continue;
+    ++with_checkpoint;
+    std::string ckpt = newest.output;
+    ckpt.pop_back();
+    const auto t =
+        run_command(nmt_bin() + " translate --checkpoint " + ckpt + " --input " + (dir / "in.txt"));
+    EXPECT_EQ(t.status, 0) << "kill " << i << ": " << ckpt << "\n" << t.output;
+  }
+  RecordProperty("kills", kills);
+  RecordProperty("kills_leaving_partial_checkpoints", with_partial);
+  EXPECT_GE(kills, 20);
+  EXPECT_GE(with_checkpoint, 15) << "too few kills after the first save to mean anything";
+  // Finally resume to completion: leftovers are cleaned, training goes on.
+  const auto newest = run_command("ls -d " + run + "/checkpoints/ckpt-* | tail -1").output;
+  const int64_t step = std::stoll(newest.substr(newest.rfind('-') + 1));
+  const auto r = run_command(train_command(data, run, static_cast<int>(step) + 3) + " --resume");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(run_command("ls -d " + run + "/checkpoints/.tmp-* 2>/dev/null").output.empty());
+  std::cout << "kills: " << kills << ", with a checkpoint: " << with_checkpoint
+            << ", leaving a partial save: " << with_partial << "\n";
 }
