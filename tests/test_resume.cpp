@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -229,4 +230,56 @@ TEST(CrashSafety, SurvivesRepeatedSigkill) {
   EXPECT_TRUE(run_command("ls -d " + run + "/checkpoints/.tmp-* 2>/dev/null").output.empty());
   std::cout << "kills: " << kills << ", with a checkpoint: " << with_checkpoint
             << ", leaving a partial save: " << with_partial << "\n";
+}
+
+// Damaged checkpoints give one clear error naming the file: no crash, no backtrace, no garbage.
+TEST(HostileCheckpoints, ClearErrorsNamingTheFile) {
+  namespace fs = std::filesystem;
+  nmt_test::TempDir dir;
+  const std::string data = small_data(dir);
+  auto r = run_command(train_command(data, dir / "a", 3));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(train_command(data, dir / "b", 1) + " --set vocab.size=60");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string good = dir / "a/checkpoints/ckpt-00000003";
+  nmt_test::write_text(dir / "in.txt", "seven\n");
+
+  struct Case {
+    std::string name, file, expected;
+    std::function<void(const std::string&)> damage;
+  };
+  auto truncate = [](const std::string& path) {
+    const auto text = nmt_test::read_text(path);
+    nmt_test::write_text(path, text.substr(0, text.size() / 3));
+  };
+  auto flip = [](const std::string& path) {
+    auto text = nmt_test::read_text(path);
+    for (size_t i = 100; i < text.size(); i += 211) text[i] = static_cast<char>(text[i] ^ 0x5a);
+    nmt_test::write_text(path, text);
+  };
+  const std::vector<Case> cases = {
+      {"truncated weights", "model.pt", "model.pt", truncate},
+      {"corrupted weights", "model.pt", "model.pt", flip},
+      {"wrong version", "state.json", "unsupported checkpoint format version 99",
+       [](const std::string& p) { nmt_test::write_text(p, R"({"format_version": 99})"); }},
+      {"garbage state", "state.json", "state.json",
+       [](const std::string& p) { nmt_test::write_text(p, "{\"step\": "); }},
+      {"garbage config", "config.json", "config.json",
+       [](const std::string& p) { nmt_test::write_text(p, "[1, 2"); }},
+      {"truncated vocabulary", "spm.model", "spm.model", truncate},
+      {"other vocabulary", "spm.model", "the vocabulary does not match the weights",
+       [&](const std::string& p) {
+         fs::copy_file(dir / "b/spm.model", p, fs::copy_options::overwrite_existing);
+       }},
+  };
+  for (const auto& c : cases) {
+    const std::string bad = dir / ("bad-" + std::to_string(&c - cases.data()));
+    fs::copy(good, bad, fs::copy_options::recursive);
+    c.damage(bad + "/" + c.file);
+    r = run_command(nmt_bin() + " translate --checkpoint " + bad + " --input " + (dir / "in.txt"));
+    EXPECT_EQ(r.status, 1) << c.name << "\n" << r.output;
+    EXPECT_NE(r.output.find("nmt: error:"), std::string::npos) << c.name << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.name << "\n" << r.output;
+    EXPECT_EQ(r.output.find("frame #"), std::string::npos) << c.name << "\n" << r.output;
+  }
 }

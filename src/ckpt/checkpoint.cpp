@@ -28,6 +28,12 @@ bool is_checkpoint_dir(const std::string& path) {
   return file_exists(path + "/state.json") && file_exists(path + "/model.pt");
 }
 
+std::string str_shape(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
 // fsync a file written by LibTorch, which does not.
 void sync_file(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
@@ -151,6 +157,28 @@ void write_checkpoint_dir(const std::string& final_dir, const Config& config, co
 }
 }  // namespace
 
+namespace {
+// torch::load replaces parameters with whatever shapes the file holds, so a vocabulary or config
+// that does not match the weights would only fail later, deep inside a forward pass (or not at
+// all). Every shape is checked against the model the config and vocabularies describe.
+void load_weights(Transformer& model, const std::string& path) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
+  for (const auto& p : model->named_parameters())
+    expected.emplace_back(p.key(), p.value().sizes().vec());
+  wrap_torch_io(path, "load", [&] { torch::load(model, path); });
+  const auto loaded = model->named_parameters();
+  for (const auto& [name, shape] : expected) {
+    const auto* t = loaded.find(name);
+    if (t == nullptr) throw Error(path + ": parameter " + name + " is missing");
+    if (t->sizes().vec() == shape) continue;
+    const bool vocab = name.find("embed") != std::string::npos || name.find("out_proj") == 0;
+    throw Error(path + ": parameter " + name + " has shape " + str_shape(t->sizes().vec()) +
+                " but the checkpoint's config and vocabulary need " + str_shape(shape) + ": the " +
+                (vocab ? "vocabulary" : "config") + " does not match the weights");
+  }
+}
+}  // namespace
+
 std::string save_checkpoint(const std::string& run_dir, const Config& config, const Vocabs& vocabs,
                             Transformer& model, torch::optim::Optimizer& optimizer,
                             const TrainerState& state, int64_t keep_last) {
@@ -213,8 +241,7 @@ TrainerState load_training_state(const std::string& ckpt_dir, Transformer& model
     throw Error(ckpt_dir +
                 " holds no optimizer state (a best or averaged checkpoint): resume "
                 "from a ckpt-* directory");
-  wrap_torch_io(ckpt_dir + "/model.pt", "load",
-                [&] { torch::load(model, ckpt_dir + "/model.pt"); });
+  load_weights(model, ckpt_dir + "/model.pt");
   if (load_optimizer)
     wrap_torch_io(ckpt_dir + "/optimizer.pt", "load",
                   [&] { torch::load(optimizer, ckpt_dir + "/optimizer.pt"); });
@@ -248,11 +275,11 @@ TrainerState load_training_state(const std::string& ckpt_dir, Transformer& model
 LoadedModel load_model(const std::string& checkpoint_or_run_dir) {
   LoadedModel out;
   out.dir = resolve_checkpoint(checkpoint_or_run_dir);
+  read_checkpoint_state(out.dir);  // refuses other format versions and corrupt state
   out.config = read_checkpoint_config(out.dir);
   out.vocabs = read_checkpoint_vocabs(out.dir, out.config.vocab.joint);
   out.model = Transformer(out.config.model, out.vocabs.src.size(), out.vocabs.tgt.size());
-  wrap_torch_io(out.dir + "/model.pt", "load",
-                [&] { torch::load(out.model, out.dir + "/model.pt"); });
+  load_weights(out.model, out.dir + "/model.pt");
   out.model->eval();
   return out;
 }
