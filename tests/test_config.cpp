@@ -142,3 +142,38 @@ TEST(Config, ReferenceDocIsUpToDate) {
   EXPECT_NE(doc.find(config_reference_markdown()), std::string::npos)
       << "docs/config.md is stale; regenerate the table with `nmt train --print-config-reference`";
 }
+
+// Found by the config fuzzer (test_fuzz.cpp): each of these once crashed, or escaped as a raw
+// library exception instead of an nmt error.
+TEST(Config, DeepNestingIsRefusedWithoutRecursion) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto msg = error_of(R"({"model": )" + deep + "}");  // printing it back overflowed the stack
+  EXPECT_NE(msg.find("test.json: JSON nested deeper than 32 levels"), std::string::npos) << msg;
+  msg = error_of(kMinimal, {"model.d_model=" + deep});
+  EXPECT_NE(msg.find("nested deeper than 32 levels"), std::string::npos) << msg.substr(0, 200);
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "x": [[[1]]]})"),
+            "x: unknown key");  // shallow nesting still parses
+}
+
+TEST(Config, NumberOverflowIsAnErrorNamingTheFile) {
+  const auto msg = error_of(R"({"train": {"max_steps": 1e400}})");
+  EXPECT_EQ(msg.rfind("test.json: invalid JSON: number overflow", 0), 0u) << msg;
+}
+
+TEST(Config, SetValuesMustBeUtf8) {
+  // JSON text is UTF-8 by definition; a --set value comes from argv and may be anything.
+  auto msg = error_of(kMinimal, {"data.train_src=caf\xe9.en"});
+  EXPECT_EQ(msg, "data.train_src: not valid UTF-8 (1 bad bytes)");
+  msg = error_of(kMinimal, {"model.d_model=caf\xe9"});
+  EXPECT_EQ(msg, "model.d_model: expected an integer, got string \"caf\xef\xbf\xbd\"");
+}
+
+TEST(Config, HugeValuesAreCutInMessages) {
+  auto msg = error_of(R"({"train": {"max_steps": 10}, "model": {"norm": ")" +
+                      std::string(1000000, 'x') + "\"}}");
+  EXPECT_EQ(msg.rfind("model.norm: must be one of \"post\", \"pre\", got \"xxx", 0), 0u);
+  EXPECT_LT(msg.size(), 200u);
+  msg = error_of(R"({"train": {"max_steps": 10}, ")" + std::string(100000, 'k') + "\": 1}");
+  EXPECT_LT(msg.size(), 200u);
+  EXPECT_NE(msg.find("...: unknown key"), std::string::npos) << msg;
+}

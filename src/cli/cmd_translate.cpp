@@ -3,7 +3,6 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,29 +10,11 @@
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/decode_flags.h"
-#include "decode/attention_plot.h"
 #include "decode/translate.h"
 #include "util/log.h"
 #include "util/util.h"
 
 namespace nmt {
-
-namespace {
-
-std::string format_score(double score) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6f", score);
-  return buf;
-}
-
-void write_attention(const std::string& dir, int64_t sentence, AttentionMap map) {
-  char name[32];
-  std::snprintf(name, sizeof name, "/%06lld", static_cast<long long>(sentence));
-  map.sentence = sentence;
-  write_file_atomic(dir + name + ".svg", attention_svg(map));
-  write_file_atomic(dir + name + ".json", attention_json(map) + "\n");
-}
-}  // namespace
 
 void add_translate_command(CLI::App& app) {
   struct Args {
@@ -105,42 +86,13 @@ void add_translate_command(CLI::App& app) {
     }
     std::ostream& out = args->output.empty() ? std::cout : out_file;
 
-    TranslateStats total;
-    std::vector<std::string> chunk;
-    int64_t first_line = 0;  // 0-based index of the chunk's first line
-    auto flush_chunk = [&] {
-      TranslateStats s;
-      const auto results = translate_lines(m, chunk, options, &s);
-      for (size_t i = 0; i < results.size(); ++i) {
-        const auto& r = results[i];
-        const int64_t index = first_line + static_cast<int64_t>(i);
-        if (nbest_mode) {
-          for (size_t j = 0; j < r.texts.size(); ++j)
-            out << index << " ||| " << r.texts[j] << " ||| " << format_score(r.scores[j]) << '\n';
-        } else if (args->scores) {
-          out << r.texts[0] << '\t' << format_score(r.scores[0]) << '\n';
-        } else {
-          out << r.texts[0] << '\n';
-        }
-        if (r.attention) write_attention(args->attention_out, index + 1, *r.attention);
-      }
-      out.flush();
-      if (!out) throw Error("cannot write output");
-      total.lines += s.lines;
-      total.truncated += s.truncated;
-      total.replaced_bytes += s.replaced_bytes;
-      total.output_tokens += s.output_tokens;
-      first_line += static_cast<int64_t>(chunk.size());
-      chunk.clear();
-    };
     const auto start = std::chrono::steady_clock::now();
-    std::string line;
-    while (std::getline(in, line)) {
-      chomp_cr(line);
-      chunk.push_back(std::move(line));
-      if (static_cast<int64_t>(chunk.size()) >= args->chunk_lines) flush_chunk();
-    }
-    if (!chunk.empty()) flush_chunk();
+    StreamOptions stream;
+    stream.chunk_lines = args->chunk_lines;
+    stream.nbest = nbest_mode;
+    stream.scores = args->scores;
+    stream.attention_dir = args->attention_out;
+    const TranslateStats total = translate_stream(m, in, out, options, stream);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (total.truncated > 0)

@@ -16,6 +16,14 @@ using nlohmann::json;
 
 namespace {
 
+// Keys and values as they appear in messages: long ones are cut, so a message stays readable.
+std::string clip(std::string s, size_t max = 60) {
+  if (s.size() <= max) return s;
+  size_t cut = max - 3;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole chars
+  return s.substr(0, cut) + "...";
+}
+
 // A value check: returns an error text, or nullopt when the value is fine.
 template <class T>
 using Check = std::function<std::optional<std::string>(const T&)>;
@@ -43,7 +51,7 @@ Check<std::string> one_of(std::vector<std::string> allowed) {
     if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return std::nullopt;
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "\"" : ", \"") + a + "\"";
-    return "must be one of " + list + ", got \"" + v + "\"";
+    return "must be one of " + list + ", got \"" + clip(v) + "\"";
   };
 }
 
@@ -165,16 +173,29 @@ void visit(Config& c, V& v) {
   v.section("decode", c.decode);
 }
 
+// Configs nest two levels. Deeper input is refused while parsing: it is never a config, and
+// printing it back in an error message would recurse once per level.
+constexpr int kMaxJsonDepth = 32;
+
+// Parses JSON text with the depth limit. Throws json::exception on malformed text and Error on
+// depth.
+json parse_json(const std::string& text) {
+  return json::parse(text, [](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxJsonDepth)
+      throw Error("JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return true;
+  });
+}
+
 std::string type_name(const json& j) {
   if (j.is_number_integer()) return "integer";
   if (j.is_number_float()) return "number";
   return j.type_name();
 }
 
+// A --set value may hold bytes that are not UTF-8; they print as U+FFFD.
 std::string short_dump(const json& j) {
-  std::string s = j.dump();
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
+  return clip(j.dump(-1, ' ', false, json::error_handler_t::replace), 40);
 }
 
 // Reads a JSON object into a struct, field by field, recording which keys it knew.
@@ -213,7 +234,7 @@ class Parser {
   void reject_unknown() const {
     for (auto it = object_.begin(); it != object_.end(); ++it) {
       if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
-      std::string msg = join(it.key()) + ": unknown key";
+      std::string msg = clip(join(it.key())) + ": unknown key";
       const std::string hint = closest_match(it.key(), known_);
       if (!hint.empty()) msg += " (did you mean \"" + join(hint) + "\"?)";
       throw Error(msg);
@@ -249,6 +270,11 @@ class Parser {
       return d;
     } else {
       if (!j.is_string()) throw wrong_type(path, "a string", j);
+      // JSON text holds only UTF-8; a --set value may not, and could not be written back.
+      int64_t invalid = 0;
+      sanitize_utf8(j.get_ref<const std::string&>(), &invalid);
+      if (invalid > 0)
+        throw Error(path + ": not valid UTF-8 (" + std::to_string(invalid) + " bad bytes)");
       return j.get<std::string>();
     }
   }
@@ -313,19 +339,25 @@ class Documenter {
 void apply_override(json& root, const std::string& assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw Error("--set " + assignment + ": expected key.path=value");
+    throw Error("--set " + clip(assignment) + ": expected key.path=value");
   const std::string key = trim(assignment.substr(0, eq));
   const std::string raw = assignment.substr(eq + 1);
-  json value = json::parse(raw, nullptr, false);
-  if (value.is_discarded()) value = raw;
+  json value;
+  try {
+    value = parse_json(raw);
+  } catch (const json::exception&) {
+    value = raw;  // not JSON: a plain string
+  } catch (const Error& e) {
+    throw Error("--set " + clip(assignment) + ": " + e.what());
+  }
   json* node = &root;
   const auto parts = split(key, '.');
   std::string path;
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i].empty()) throw Error("--set " + assignment + ": empty key in path");
+    if (parts[i].empty()) throw Error("--set " + clip(assignment) + ": empty key in path");
     path += (path.empty() ? "" : ".") + parts[i];
     if (!node->is_object())
-      throw Error("--set " + assignment + ": " + path + " is not inside an object");
+      throw Error("--set " + clip(assignment) + ": " + clip(path) + " is not inside an object");
     if (i + 1 == parts.size()) {
       (*node)[parts[i]] = value;
     } else {
@@ -371,7 +403,9 @@ Config parse_config(const std::string& json_text, const std::vector<std::string>
                     const std::string& origin) {
   json root;
   try {
-    root = json::parse(json_text);
+    root = parse_json(json_text);
+  } catch (const Error& e) {
+    throw Error(origin + ": " + e.what());
   } catch (const json::parse_error& e) {
     // Turn the byte offset into line and column.
     size_t line = 1, col = 1;
@@ -388,7 +422,13 @@ Config parse_config(const std::string& json_text, const std::vector<std::string>
     const size_t colon = what.find(": ", what.find("parse error"));
     if (colon != std::string::npos) what = what.substr(colon + 2);
     throw Error(origin + ":" + std::to_string(line) + ":" + std::to_string(col) +
-                ": invalid JSON: " + what);
+                ": invalid JSON: " + clip(what, 200));
+  } catch (const json::exception& e) {
+    // Number overflow (1e400) and the like: the library's text after its "[json.exception...]".
+    std::string what = e.what();
+    const size_t bracket = what.find("] ");
+    if (bracket != std::string::npos) what = what.substr(bracket + 2);
+    throw Error(origin + ": invalid JSON: " + clip(what, 200));
   }
   if (!root.is_object()) throw Error(origin + ": the config must be a JSON object");
   for (const auto& o : overrides) apply_override(root, o);

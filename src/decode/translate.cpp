@@ -1,6 +1,9 @@
 #include "decode/translate.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <istream>
+#include <ostream>
 
 #include "data/tensors.h"
 #include "text/spm.h"
@@ -57,6 +60,20 @@ void attach_attention(LoadedModel& m, const torch::Tensor& src,
     }
     results[i]->attention = std::move(map);
   }
+}
+
+std::string format_score(double score) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", score);
+  return buf;
+}
+
+void write_attention(const std::string& dir, int64_t sentence, AttentionMap map) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/%06lld", static_cast<long long>(sentence));
+  map.sentence = sentence;
+  write_file_atomic(dir + name + ".svg", attention_svg(map));
+  write_file_atomic(dir + name + ".json", attention_json(map) + "\n");
 }
 
 }  // namespace
@@ -155,6 +172,48 @@ std::vector<std::string> translate_best(LoadedModel& m, const std::vector<std::s
   out.reserve(lines.size());
   for (auto& t : translate_lines(m, lines, options, stats)) out.push_back(std::move(t.texts[0]));
   return out;
+}
+
+TranslateStats translate_stream(LoadedModel& m, std::istream& in, std::ostream& out,
+                                const TranslateOptions& options, const StreamOptions& stream) {
+  if (stream.chunk_lines < 1) throw Error("chunk_lines must be >= 1");
+  TranslateStats total;
+  std::vector<std::string> chunk;
+  int64_t first_line = 0;  // 0-based index of the chunk's first line
+  auto flush_chunk = [&] {
+    TranslateStats s;
+    const auto results = translate_lines(m, chunk, options, &s);
+    for (size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      const int64_t index = first_line + static_cast<int64_t>(i);
+      if (stream.nbest) {
+        for (size_t j = 0; j < r.texts.size(); ++j)
+          out << index << " ||| " << r.texts[j] << " ||| " << format_score(r.scores[j]) << '\n';
+      } else if (stream.scores) {
+        out << r.texts[0] << '\t' << format_score(r.scores[0]) << '\n';
+      } else {
+        out << r.texts[0] << '\n';
+      }
+      if (r.attention) write_attention(stream.attention_dir, index + 1, *r.attention);
+    }
+    out.flush();
+    if (!out) throw Error("cannot write output");
+    total.lines += s.lines;
+    total.truncated += s.truncated;
+    total.replaced_bytes += s.replaced_bytes;
+    total.output_tokens += s.output_tokens;
+    first_line += static_cast<int64_t>(chunk.size());
+    chunk.clear();
+  };
+  std::string line;
+  while (std::getline(in, line)) {
+    chomp_cr(line);
+    chunk.push_back(std::move(line));
+    if (static_cast<int64_t>(chunk.size()) >= stream.chunk_lines) flush_chunk();
+  }
+  if (in.bad()) throw Error("cannot read input");
+  if (!chunk.empty()) flush_chunk();
+  return total;
 }
 
 }  // namespace nmt

@@ -2,6 +2,7 @@
 // cross-attention maps, always one result per input line.
 #pragma once
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,21 @@ std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::
 // Best hypotheses only: the common case (validation, eval).
 std::vector<std::string> translate_best(LoadedModel& m, const std::vector<std::string>& lines,
                                         const TranslateOptions& options, TranslateStats* stats);
+
+// How translate_stream writes its results.
+struct StreamOptions {
+  int64_t chunk_lines = 1000;  // lines read, translated and flushed at a time
+  bool nbest = false;          // "index ||| hypothesis ||| score" lines, search.nbest per input
+  bool scores = false;         // a tab-separated score column after each hypothesis
+  std::string attention_dir;   // NNNNNN.svg/.json per non-empty line when options.attention
+};
+
+// Reads lines from `in` (LF or CRLF; a last line without a newline counts), translates them a
+// chunk at a time and writes exactly one line per input line (search.nbest with `nbest`) to
+// `out`, flushing after each chunk so output starts before the input ends. Throws Error when
+// `out` fails.
+TranslateStats translate_stream(LoadedModel& m, std::istream& in, std::ostream& out,
+                                const TranslateOptions& options, const StreamOptions& stream);
 
 // Options from a config's decode section; beam_size overrides decode.beam_size when > 0.
 TranslateOptions translate_options(const Config& config, int64_t beam_size = 0);

@@ -80,6 +80,23 @@ void check_no_copy_relocations() {
   }
 }
 
+void* open_deep_bound(const char* path) {
+  constexpr int kFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's dlopen refuses RTLD_DEEPBIND (google/sanitizers#611): a deep-bound
+  // library that lacks the ASan runtime would call libc's malloc. A sanitized build links the
+  // shim with the runtime (CMake's NMT_SANITIZE), so its deep scope finds ASan's malloc first:
+  // call libc's own dlopen.
+  using DlOpen = void* (*)(const char*, int);
+  if (void* libc = ::dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD)) {
+    const auto real = reinterpret_cast<DlOpen>(::dlsym(libc, "dlopen"));
+    ::dlclose(libc);
+    if (real != nullptr) return real(path, kFlags);
+  }
+#endif
+  return ::dlopen(path, kFlags);
+}
+
 const Shim& shim() {
   static std::once_flag once;
   static Shim s;
@@ -98,7 +115,7 @@ const Shim& shim() {
         continue;
       }
       // RTLD_DEEPBIND: SentencePiece's own protobuf wins inside the shim's scope.
-      void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      void* lib = open_deep_bound(path.c_str());
       if (lib == nullptr) {
         tried += "\n  " + path + " (" + ::dlerror() + ")";
         continue;
