@@ -29,6 +29,15 @@ std::string train_command(const std::string& data, const std::string& run, int s
          std::to_string(steps);
 }
 
+// A quickstart-style corpus of `train` lines in DIR/data.
+std::string small_data(const nmt_test::TempDir& dir, int train = 300) {
+  const std::string data = dir / "data";
+  const auto r = run_command("python3 scripts/make_quickstart_data.py --out " + data + " --train " +
+                             std::to_string(train) + " --valid 5 --test 5");
+  EXPECT_EQ(r.status, 0) << r.output;
+  return data;
+}
+
 // Per-step rows of metrics.jsonl, keyed by step, as their exact JSON text of the fields that
 // must match (losses, learning rate, gradient norm, tokens).
 std::map<int64_t, std::string> step_rows(const std::string& path) {
@@ -50,12 +59,10 @@ std::map<int64_t, std::string> step_rows(const std::string& path) {
 
 TEST(Resume, BitExactAcrossAStopInTheMiddleOfAnEpoch) {
   nmt_test::TempDir dir;
-  const std::string data = dir / "data";
-  auto r = run_command("python3 scripts/make_quickstart_data.py --out " + data +
-                       " --train 400 --valid 5 --test 5");
-  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string data = small_data(dir, 400);
+  ASSERT_FALSE(::testing::Test::HasFailure());
 
-  r = run_command(train_command(data, dir / "once", 24));
+  auto r = run_command(train_command(data, dir / "once", 24));
   ASSERT_EQ(r.status, 0) << r.output;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.output, m, std::regex("(\\d+) batches per epoch")));
@@ -86,12 +93,10 @@ TEST(Resume, BitExactAcrossAStopInTheMiddleOfAnEpoch) {
 // A change that breaks exact continuation is refused, naming the key and the way out.
 TEST(Resume, RefusesChangedBatchingOrOptimizerUnlessReset) {
   nmt_test::TempDir dir;
-  const std::string data = dir / "data";
-  auto r = run_command("python3 scripts/make_quickstart_data.py --out " + data +
-                       " --train 300 --valid 5 --test 5");
-  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string data = small_data(dir);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const std::string run = dir / "run";
-  r = run_command(train_command(data, run, 12));
+  auto r = run_command(train_command(data, run, 12));
   ASSERT_EQ(r.status, 0) << r.output;
 
   r = run_command(train_command(data, run, 24) + " --resume --set train.batch_tokens=400");
@@ -119,16 +124,6 @@ TEST(Resume, RefusesChangedBatchingOrOptimizerUnlessReset) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("go with --resume"), std::string::npos) << r.output;
 }
-
-namespace {
-std::string small_data(const nmt_test::TempDir& dir) {
-  const std::string data = dir / "data";
-  const auto r = run_command("python3 scripts/make_quickstart_data.py --out " + data +
-                             " --train 300 --valid 5 --test 5");
-  EXPECT_EQ(r.status, 0) << r.output;
-  return data;
-}
-}  // namespace
 
 // A non-finite loss skips its update and training goes on; too many in a row stop training with
 // an error, leaving the last good checkpoint usable.
