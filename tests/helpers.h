@@ -14,6 +14,8 @@ namespace nmt_test {
 
 inline std::string source_dir() { return NMT_SOURCE_DIR; }
 inline std::string nmt_binary() { return NMT_BINARY; }
+// The binary, quoted for a shell command line.
+inline std::string nmt_bin() { return "'" + nmt_binary() + "'"; }
 
 // A fresh directory under the system temp dir, removed when the object goes away.
 class TempDir {

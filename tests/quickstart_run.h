@@ -10,8 +10,6 @@
 
 namespace nmt_test {
 
-inline std::string nmt_bin() { return "'" + nmt_binary() + "'"; }
-
 // The quickstart config on freshly generated number data, shortened to fit a unit-test budget.
 // Trained once into the build tree and shared: ctest runs QuickstartRunSetup first (a fixture),
 // and a direct run of the suite trains it when it is missing.

@@ -12,12 +12,12 @@ using nlohmann::json;
 using nmt_test::run_command;
 
 namespace {
-std::string nmt() { return "'" + nmt_test::nmt_binary() + "'"; }
+using nmt_test::nmt_bin;
 
 // A tiny quickstart: small corpus, small model, one thread.
 std::string train_command(const nmt_test::TempDir& dir, int steps, const std::string& extra = "") {
   const std::string d = dir / "data";
-  return nmt() + " train --config configs/quickstart.json --run-dir " + (dir / "run") +
+  return nmt_bin() + " train --config configs/quickstart.json --run-dir " + (dir / "run") +
          " --set data.train_src=" + d + "/train.en --set data.train_tgt=" + d + "/train.de" +
          " --set data.valid_src=" + d + "/valid.en --set data.valid_tgt=" + d + "/valid.de" +
          " --set vocab.size=80 --set model.d_model=64 --set model.d_ff=128 --set model.heads=2" +
@@ -90,8 +90,8 @@ TEST(EndToEnd, ShortQuickstartTrainsResumesAndTranslates) {
 
   // Translate from stdin, with an empty line in the middle: one output line per input line.
   nmt_test::write_text(dir / "in.txt", "forty-two\n\nseven hundred one\n   \nthree\n");
-  r = run_command(nmt() + " translate --checkpoint " + run + " --threads 1 < " + (dir / "in.txt") +
-                  " > " + (dir / "out.txt"));
+  r = run_command(nmt_bin() + " translate --checkpoint " + run + " --threads 1 < " +
+                  (dir / "in.txt") + " > " + (dir / "out.txt"));
   ASSERT_EQ(r.status, 0) << r.output;
   const auto out = nmt_test::read_lines_of(dir / "out.txt");
   ASSERT_EQ(out.size(), 5u);
@@ -101,8 +101,9 @@ TEST(EndToEnd, ShortQuickstartTrainsResumesAndTranslates) {
   EXPECT_EQ(out[3], "");
 
   // A checkpoint directory works as well as a run directory, with files for input and output.
-  r = run_command(nmt() + " translate --checkpoint " + run + "/checkpoints/ckpt-00000090 --input " +
-                  (dir / "data/test.en") + " --output " + (dir / "test.hyp"));
+  r = run_command(nmt_bin() + " translate --checkpoint " + run +
+                  "/checkpoints/ckpt-00000090 --input " + (dir / "data/test.en") + " --output " +
+                  (dir / "test.hyp"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(nmt_test::read_lines_of(dir / "test.hyp").size(), 40u);
 }
@@ -129,7 +130,7 @@ TEST(EndToEnd, ConfigErrorsFailFastWithOneLine) {
        "line counts differ"},
   };
   for (const auto& c : cases) {
-    const auto r = run_command(nmt() + " train --run-dir " + (dir / "run") + " " + c.args);
+    const auto r = run_command(nmt_bin() + " train --run-dir " + (dir / "run") + " " + c.args);
     EXPECT_NE(r.status, 0) << c.args;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
     EXPECT_FALSE(std::filesystem::exists(dir / "run/checkpoints")) << "work started: " << c.args;
@@ -137,7 +138,7 @@ TEST(EndToEnd, ConfigErrorsFailFastWithOneLine) {
 }
 
 TEST(EndToEnd, DumpConfigPrintsTheMergedConfig) {
-  const auto r = run_command(nmt() +
+  const auto r = run_command(nmt_bin() +
                              " train --config configs/quickstart.json --dump-config "
                              "--set train.seed=77 2>/dev/null");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -149,7 +150,7 @@ TEST(EndToEnd, DumpConfigPrintsTheMergedConfig) {
 
 TEST(EndToEnd, EveryCommandHasHelp) {
   for (const char* cmd : {"train", "translate", "eval", "average"}) {
-    const auto r = run_command(nmt() + " " + cmd + " --help");
+    const auto r = run_command(nmt_bin() + " " + cmd + " --help");
     EXPECT_EQ(r.status, 0) << cmd;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << cmd;
   }

@@ -58,12 +58,6 @@ int64_t count_lines_in(const std::string& text) {
   return std::count(text.begin(), text.end(), '\n') + (!text.empty() && text.back() != '\n');
 }
 
-bool valid_utf8(const std::string& s) {
-  int64_t bad = 0;
-  nmt::sanitize_utf8(s, &bad);
-  return bad == 0;
-}
-
 // ---------------------------------------------------------------- config loader
 
 // Placeholders put into the JSON tree and expanded after printing it: nesting too deep to build
@@ -617,7 +611,7 @@ TEST_F(QuickstartRun, FuzzedInputKeepsOneOutputLinePerInputLine) {
     ASSERT_TRUE(output.empty() || output.back() == '\n');
     ASSERT_EQ(output.find('\r'), std::string::npos) << "case " << i;
     ASSERT_EQ(output.find('\0'), std::string::npos) << "case " << i;
-    ASSERT_TRUE(valid_utf8(output)) << "case " << i;
+    ASSERT_TRUE(nmt::is_valid_utf8(output)) << "case " << i;
     lines += expected;
     bytes += static_cast<int64_t>(text.size());
     replaced += stats.replaced_bytes;

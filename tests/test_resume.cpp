@@ -13,10 +13,10 @@
 #include "helpers.h"
 
 using nlohmann::json;
+using nmt_test::nmt_bin;
 using nmt_test::run_command;
 
 namespace {
-std::string nmt_bin() { return "'" + nmt_test::nmt_binary() + "'"; }
 
 std::string train_command(const std::string& data, const std::string& run, int steps) {
   return nmt_bin() + " train --config configs/quickstart.json --run-dir " + run +

@@ -28,12 +28,6 @@ bool is_checkpoint_dir(const std::string& path) {
   return file_exists(path + "/state.json") && file_exists(path + "/model.pt");
 }
 
-std::string str_shape(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 // fsync a file written by LibTorch, which does not.
 void sync_file(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
@@ -172,9 +166,10 @@ void load_weights(Transformer& model, const std::string& path) {
     if (t == nullptr) throw Error(path + ": parameter " + name + " is missing");
     if (t->sizes().vec() == shape) continue;
     const bool vocab = name.find("embed") != std::string::npos || name.find("out_proj") == 0;
-    throw Error(path + ": parameter " + name + " has shape " + str_shape(t->sizes().vec()) +
-                " but the checkpoint's config and vocabulary need " + str_shape(shape) + ": the " +
-                (vocab ? "vocabulary" : "config") + " does not match the weights");
+    throw Error(path + ": parameter " + name + " has shape " + c10::str(t->sizes()) +
+                " but the checkpoint's config and vocabulary need " +
+                c10::str(at::IntArrayRef(shape)) + ": the " + (vocab ? "vocabulary" : "config") +
+                " does not match the weights");
   }
 }
 }  // namespace
