@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "data/tensors.h"
+#include "model/dropout.h"
 #include "text/spm.h"
 #include "util/util.h"
 
@@ -38,9 +39,8 @@ torch::nn::LayerNorm layer_norm(int64_t d) {
 template <class Fn>
 torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, bool pre_norm,
                        double dropout, bool training, Fn&& f) {
-  if (pre_norm)
-    return x + F::dropout(f(norm(x)), F::DropoutFuncOptions().p(dropout).training(training));
-  return norm(x + F::dropout(f(x), F::DropoutFuncOptions().p(dropout).training(training)));
+  if (pre_norm) return x + nmt::dropout(f(norm(x)), dropout, training);
+  return norm(x + nmt::dropout(f(x), dropout, training));
 }
 }  // namespace
 
@@ -73,7 +73,7 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
   if (bias.defined()) scores = scores + bias;
   auto weights = torch::softmax(scores, -1);
   if (weights_out != nullptr) *weights_out = weights;
-  weights = F::dropout(weights, F::DropoutFuncOptions().p(dropout_).training(is_training()));
+  weights = nmt::dropout(weights, dropout_, is_training());
   const int64_t B = q.size(0), Tq = q.size(2);
   auto context = torch::matmul(weights, v).transpose(1, 2).reshape({B, Tq, d_model_});
   return out_(context);
@@ -117,7 +117,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout)
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   auto h = torch::relu(fc1_(x));
-  h = F::dropout(h, F::DropoutFuncOptions().p(dropout_).training(is_training()));
+  h = nmt::dropout(h, dropout_, is_training());
   return fc2_(h);
 }
 
@@ -237,7 +237,7 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, torch::nn::Emb
     x = x + learned_positions->weight.narrow(0, offset, T);
   else
     x = x + sinusoids_.narrow(0, offset, T).to(x.device());
-  return F::dropout(x, F::DropoutFuncOptions().p(config_.dropout).training(is_training()));
+  return nmt::dropout(x, config_.dropout, is_training());
 }
 
 Encoded TransformerImpl::encode(const torch::Tensor& src) {

@@ -358,6 +358,15 @@ void train(const Config& config, const TrainOptions& options) {
   auto interval_start = Clock::now();
   int64_t interval_tokens = 0, interval_steps = 0;
   double interval_loss = 0, interval_nll = 0, last_lr = 0, last_grad_norm = 0;
+  // Where the interval's time went, and how much of each batch was padding (the profile that
+  // docs/performance.md is built from). CPU ops are synchronous, so wall clocks suffice.
+  struct Phases {
+    double data = 0, forward = 0, backward = 0, update = 0;
+    int64_t src_cells = 0, tgt_cells = 0, src_tokens = 0, tgt_tokens = 0;
+  } phases;
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
   int64_t last_saved_step = resume_from ? state.step : -1;
   const auto params = model->parameters();
 
@@ -428,14 +437,21 @@ void train(const Config& config, const TrainOptions& options) {
     // Checked between steps: the previous step is complete, so the checkpoint is consistent.
     if ((stop_signal = signals.requested()) != 0) break;
     // Gather this step's batches first: the loss is normalised by their total target tokens.
+    auto t0 = Clock::now();
     std::vector<TensorBatch> batches;
     int64_t step_tokens = 0;
     for (int64_t k = 0; k < tc.accum_steps; ++k) {
       stream.roll_over();
       if (k > 0 && tc.max_epochs > 0 && stream.epoch() >= tc.max_epochs) break;
       batches.push_back(make_tensor_batch(corpus, stream.take()));
-      step_tokens += batches.back().tgt_tokens;
+      const auto& b = batches.back();
+      step_tokens += b.tgt_tokens;
+      phases.src_cells += b.src.numel();
+      phases.tgt_cells += b.tgt_out.numel();
+      phases.src_tokens += b.src_tokens;
+      phases.tgt_tokens += b.tgt_tokens;
     }
+    phases.data += since(t0);
 
     const double lr = noam_lr(state.step + 1, config.model.d_model, tc.warmup_steps, tc.lr_factor);
     for (auto& group : optimizer.param_groups())
@@ -446,6 +462,7 @@ void train(const Config& config, const TrainOptions& options) {
     const bool poisoned =
         std::find(nan_steps.begin(), nan_steps.end(), attempts) != nan_steps.end();
     for (const auto& b : batches) {
+      t0 = Clock::now();
       const auto enc = model->encode(b.src);
       const auto hidden = model->decode(b.tgt_in, enc);
       // Project only real target positions: padding never reaches the vocabulary matmul.
@@ -453,10 +470,14 @@ void train(const Config& config, const TrainOptions& options) {
       const auto logits = model->project(hidden.index({keep}));
       auto sums = label_smoothed_loss(logits, b.tgt_out.index({keep}), tc.label_smoothing, kPadId);
       if (poisoned) sums.loss = sums.loss * std::numeric_limits<double>::quiet_NaN();
+      phases.forward += since(t0);
+      t0 = Clock::now();
       (sums.loss / static_cast<double>(step_tokens)).backward();
+      phases.backward += since(t0);
       step_loss += sums.loss.item<double>();
       step_nll += sums.nll.item<double>();
     }
+    t0 = Clock::now();
     gradients_ready(*model);
     double grad_norm;
     if (tc.clip_norm > 0) {
@@ -483,6 +504,7 @@ void train(const Config& config, const TrainOptions& options) {
     }
     bad_steps = 0;
     optimizer.step();
+    phases.update += since(t0);
     ++state.step;
     state.tgt_tokens += step_tokens;
     interval_tokens += step_tokens;
@@ -513,15 +535,27 @@ void train(const Config& config, const TrainOptions& options) {
           "elapsed {} | ETA {}",
           state.step, stream.epoch() + 1, loss, ppl, lr, rate, format_duration(elapsed()),
           format_duration(steps_left() * step_avg));
-      write_metrics({{"step", state.step},
-                     {"epoch", stream.epoch() + 1},
-                     {"loss", loss},
-                     {"ppl", ppl},
-                     {"lr", last_lr},
-                     {"grad_norm", last_grad_norm},
-                     {"tgt_tokens", interval_tokens},
-                     {"tok_per_s", rate},
-                     {"elapsed_s", elapsed()}});
+      write_metrics(
+          {{"step", state.step},
+           {"epoch", stream.epoch() + 1},
+           {"loss", loss},
+           {"ppl", ppl},
+           {"lr", last_lr},
+           {"grad_norm", last_grad_norm},
+           {"tgt_tokens", interval_tokens},
+           {"tok_per_s", rate},
+           {"elapsed_s", elapsed()},
+           // seconds in each phase over the interval, the rest is logging and saving
+           {"data_s", phases.data},
+           {"forward_s", phases.forward},
+           {"backward_s", phases.backward},
+           {"update_s", phases.update},
+           // padded cells per real token: 1.0 means no padding
+           {"src_pad_ratio", static_cast<double>(phases.src_cells) /
+                                 static_cast<double>(std::max<int64_t>(1, phases.src_tokens))},
+           {"tgt_pad_ratio", static_cast<double>(phases.tgt_cells) /
+                                 static_cast<double>(std::max<int64_t>(1, phases.tgt_tokens))}});
+      phases = Phases{};
       interval_start = Clock::now();
       interval_tokens = interval_steps = 0;
       interval_loss = interval_nll = 0;
