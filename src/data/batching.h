@@ -26,9 +26,9 @@ class SplitMix64 {
 };
 
 // Groups pair indices into batches whose rows x max width stays within batch_tokens. Pairs are
-// sorted by (source length, target length) with random tie-breaks, packed greedily, then the
-// batches are shuffled. Every pair appears exactly once. A pair wider than the budget gets a
-// batch of its own (config validation prevents this in training).
+// sorted by (pair width, source length, target length) with random tie-breaks, packed greedily,
+// then the batches are shuffled. Every pair appears exactly once. A pair wider than the budget gets
+// a batch of its own (config validation prevents this in training).
 std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& src_lens,
                                                const std::vector<int64_t>& tgt_lens,
                                                int64_t batch_tokens, uint64_t seed);

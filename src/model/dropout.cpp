@@ -5,18 +5,11 @@
 
 #include <mutex>
 
+#include "util/util.h"
+
 namespace nmt {
 
 namespace {
-
-// splitmix64's output function: mix(key + k * golden) is the k-th value of the splitmix64
-// stream seeded with key, a generator that passes BigCrush.
-inline uint64_t splitmix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 
 uint64_t next_key() {
   auto gen = at::detail::getDefaultCPUGenerator();
@@ -37,7 +30,7 @@ torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t key) {
   // Each 64-bit hash decides two neighbouring elements, one per 32-bit half.
   at::parallel_for(0, (n + 1) / 2, 1 << 14, [&](int64_t begin, int64_t end) {
     for (int64_t j = begin; j < end; ++j) {
-      const uint64_t h = splitmix64(key + static_cast<uint64_t>(j) * kGolden);
+      const uint64_t h = splitmix64_mix(key + static_cast<uint64_t>(j) * kGoldenGamma);
       const int64_t i = 2 * j;
       m[i] = static_cast<uint32_t>(h) < threshold ? 0.0f : scale;
       if (i + 1 < n) m[i + 1] = static_cast<uint32_t>(h >> 32) < threshold ? 0.0f : scale;

@@ -9,6 +9,15 @@
 
 namespace nmt {
 
+// SplitMix64's output function. splitmix64_mix(seed + k * kGoldenGamma) is the k-th value of
+// the SplitMix64 stream from seed: one stateless 64-bit hash for batching and dropout masks.
+constexpr uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ULL;
+inline uint64_t splitmix64_mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 // Every user-facing failure is an Error; main catches it once and exits non-zero.
 class Error : public std::runtime_error {
  public:
