@@ -18,7 +18,7 @@ fi
 
 rm -rf "$OUT" && mkdir -p "$OUT"
 echo "== nmt: configs/multi30k_en_de.json, $STEPS steps, $THREADS threads"
-build/nmt train --config configs/multi30k_en_de.json --run-dir "$OUT/nmt" \
+scripts/peak_rss.py "$OUT/nmt.rss" build/nmt train --config configs/multi30k_en_de.json --run-dir "$OUT/nmt" \
   --set train.max_steps="$STEPS" --set train.threads="$THREADS" --set train.log_every=10 \
   --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= 2>&1 | tee "$OUT/nmt.log" | grep -E "step|data" || true
 ours=$(python3 - "$OUT/nmt/metrics.jsonl" <<'PY'
@@ -31,15 +31,20 @@ PY
 )
 
 echo "== peer: $PEER, $STEPS steps, $THREADS threads"
-/usr/bin/python3 "$PEER" train --spm "$OUT/nmt/spm.model" --src data/multi30k/train.en \
+scripts/peak_rss.py "$OUT/peer.rss" /usr/bin/python3 "$PEER" train --spm "$OUT/nmt/spm.model" --src data/multi30k/train.en \
   --tgt data/multi30k/train.de --steps "$STEPS" --threads "$THREADS" 2>"$OUT/peer.log" | tee "$OUT/peer.json"
 peer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tgt_tok_per_s"])' "$OUT/peer.json")
 
-python3 - "$ours" "$peer" "$STEPS" "$THREADS" <<'PY'
+python3 - "$ours" "$peer" "$STEPS" "$THREADS" "$(cat "$OUT/nmt.rss")" "$(cat "$OUT/peer.rss")" <<'PY'
 import sys
 ours, peer, steps, threads = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
+rss_ours, rss_peer = int(sys.argv[5]), int(sys.argv[6])
 print(f"\ntraining target tokens/s over {steps} steps at {threads} threads")
 print(f"  nmt  : {ours:9.1f}")
 print(f"  peer : {peer:9.1f}")
 print(f"  ratio: {ours / peer:9.2f}x")
+print("peak RSS while training")
+print(f"  nmt  : {rss_ours:9d} kB")
+print(f"  peer : {rss_peer:9d} kB")
+print(f"  ratio: {rss_ours / rss_peer:9.2f}x")
 PY

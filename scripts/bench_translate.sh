@@ -41,8 +41,9 @@ fi
 # Runs nmt translate and prints "sentences/s target-tokens/s" from its closing log line.
 nmt_translate() {
   local beam="$1" out="$2"
+  shift 2
   build/nmt translate --checkpoint "$CKPT" --beam "$beam" --threads "$THREADS" \
-    --input "$SRC" --output "$out" 2>"$out.log"
+    --input "$SRC" --output "$out" "$@" 2>"$out.log"
   sed -n 's/.*translated [0-9]* lines in [0-9.]* s (\([0-9.]*\) sentences\/s, \([0-9.]*\) target tokens\/s).*/\1 \2/p' "$out.log"
 }
 bleu() { build/nmt eval --hyp "$1" --ref "$REF" --json 2>/dev/null; }
@@ -50,21 +51,25 @@ bleu() { build/nmt eval --hyp "$1" --ref "$REF" --json 2>/dev/null; }
 echo "== translating $(wc -l <"$SRC") sentences of $SRC at $THREADS threads"
 read -r g_sps g_tps < <(nmt_translate 1 "$OUT/nmt.greedy.de")
 read -r b_sps b_tps < <(nmt_translate 5 "$OUT/nmt.beam5.de")
+read -r qg_sps qg_tps < <(nmt_translate 1 "$OUT/nmt.greedy.int8.de" --quantize int8)
+read -r qb_sps qb_tps < <(nmt_translate 5 "$OUT/nmt.beam5.int8.de" --quantize int8)
 /usr/bin/python3 "$PEER" translate --ckpt "$OUT/peer.pt" --spm "$OUT/nmt/spm.model" \
   --src "$SRC" --out "$OUT/peer.greedy.de" --threads "$THREADS" >"$OUT/peer_translate.json"
 
-python3 - "$g_sps" "$g_tps" "$b_sps" "$b_tps" "$OUT/peer_translate.json" \
-  "$(bleu "$OUT/nmt.greedy.de")" "$(bleu "$OUT/nmt.beam5.de")" "$(bleu "$OUT/peer.greedy.de")" \
-  "$STEPS" "$THREADS" <<'PY'
+python3 - "$OUT/peer_translate.json" "$(bleu "$OUT/peer.greedy.de")" "$STEPS" "$THREADS" \
+  "nmt greedy" "$g_sps" "$g_tps" "$(bleu "$OUT/nmt.greedy.de")" \
+  "nmt beam 5" "$b_sps" "$b_tps" "$(bleu "$OUT/nmt.beam5.de")" \
+  "greedy int8" "$qg_sps" "$qg_tps" "$(bleu "$OUT/nmt.greedy.int8.de")" \
+  "beam 5 int8" "$qb_sps" "$qb_tps" "$(bleu "$OUT/nmt.beam5.int8.de")" <<'PY'
 import json, sys
-g_sps, g_tps, b_sps, b_tps = map(float, sys.argv[1:5])
-peer = json.load(open(sys.argv[5]))
-bleu = [json.loads(a) for a in sys.argv[6:9]]
+peer = json.load(open(sys.argv[1]))
 p_sps, p_tps = peer["sent_per_s"], peer["tok_per_s"]
-print(f"\ntranslation of test_2016_flickr, models trained {sys.argv[9]} steps, {sys.argv[10]} threads")
+rows = [(a[0], float(a[1]), float(a[2]), json.loads(a[3]))
+        for a in zip(*[iter(sys.argv[5:])] * 4)]
+rows.append(("peer greedy", p_sps, p_tps, json.loads(sys.argv[2])))
+print(f"\ntranslation of test_2016_flickr, models trained {sys.argv[3]} steps, {sys.argv[4]} threads")
 print(f"  {'run':<12} {'sent/s':>9} {'tgt tok/s':>10} {'x peer sent/s':>14} {'BLEU':>6} {'chrF2':>6}")
-for name, sps, tps, b in [("nmt greedy", g_sps, g_tps, bleu[0]), ("nmt beam 5", b_sps, b_tps, bleu[1]),
-                          ("peer greedy", p_sps, p_tps, bleu[2])]:
+for name, sps, tps, b in rows:
     print(f"  {name:<12} {sps:9.1f} {tps:10.1f} {sps / p_sps:13.2f}x {b['bleu']:6.2f} {b['chrf']:6.2f}")
-print(f"  BLEU signature: {bleu[0]['bleu_signature']}")
+print(f"  BLEU signature: {rows[0][3]['bleu_signature']}")
 PY

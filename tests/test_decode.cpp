@@ -7,6 +7,7 @@
 #include "decode/search.h"
 #include "model/transformer.h"
 #include "text/spm.h"
+#include "util/util.h"
 
 using namespace nmt;
 
@@ -148,6 +149,50 @@ TEST(IncrementalDecoding, SelectAndReorderKeepRowsConsistent) {
   const auto expected2 =
       model->forward(same_src, tgt3.index_select(0, perm)).select(1, tgt3.size(1) - 1);
   EXPECT_TRUE(torch::allclose(last, expected2, 1e-5, 1e-5));
+}
+
+// Grouped rows (a sentence's beams) share one copy of the source-side caches and give what
+// repeating the source for every row gives, through steps, weights, reorders and select().
+TEST(IncrementalDecoding, GroupedRowsShareTheSourceCaches) {
+  const int64_t V = 40, B = 3, K = 4;
+  auto model = random_model(small("pre", "sinusoidal"), V, 13);
+  const auto src = random_source(B, V, 6);
+  const auto tgt_in = torch::cat({torch::full({B * K, 1}, kBosId, torch::kLong),
+                                  torch::randint(4, V, {B * K, 6}, torch::kLong)},
+                                 1);
+  torch::NoGradGuard no_grad;
+  const auto enc = model->encode(src);
+  auto grouped = model->start_decoding(enc, K);
+  auto repeated = model->start_decoding(model->encode(src.repeat_interleave(K, 0)));
+  // One copy per sentence, not per beam.
+  EXPECT_EQ(grouped.cross_k[0].size(0), B);
+  EXPECT_EQ(grouped.memory_bias.size(0), B);
+  auto input = tgt_in;
+  for (int64_t t = 0; t < tgt_in.size(1); ++t) {
+    if (t == 2) {  // beams move inside their sentence
+      const auto perm = torch::tensor(std::vector<int64_t>{1, 1, 0, 3, 4, 7, 6, 5, 8, 8, 8, 8});
+      grouped.reorder(perm);
+      repeated.reorder(perm);
+      input = input.index_select(0, perm);
+    }
+    if (t == 4) {  // sentence 1 leaves; sentence 2's beams are permuted
+      const auto keep = torch::tensor(std::vector<int64_t>{0, 1, 2, 3, 9, 8, 11, 10});
+      grouped.select(keep);
+      repeated.select(keep);
+      input = input.index_select(0, keep);
+      EXPECT_EQ(grouped.cross_v[1].size(0), 2);
+    }
+    std::vector<torch::Tensor> wg, wr;
+    const auto a = model->decode_step(input.select(1, t), grouped, &wg);
+    const auto b = model->decode_step(input.select(1, t), repeated, &wr);
+    EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-5))
+        << "step " << t << " max diff " << (a - b).abs().max().item<float>();
+    for (size_t l = 0; l < wg.size(); ++l) {
+      ASSERT_EQ(wg[l].sizes(), wr[l].sizes());
+      EXPECT_TRUE(torch::allclose(wg[l], wr[l], 1e-5, 1e-6));
+    }
+  }
+  EXPECT_THROW(model->start_decoding(enc, 0), nmt::Error);
 }
 
 TEST(Search, BeamOfOneIsExactlyGreedy) {

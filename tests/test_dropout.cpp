@@ -79,3 +79,37 @@ TEST(Dropout, DoubleTensorsGetTheSameMask) {
   torch::manual_seed(5);
   EXPECT_TRUE(torch::equal(d.to(torch::kFloat), nmt::dropout(x.to(torch::kFloat), 0.5, true)));
 }
+
+// The fused ReLU + dropout draws the same key and gives the unfused pair's values and gradients.
+TEST(Dropout, FusedReluDropoutMatchesReluThenDropout) {
+  torch::manual_seed(11);
+  const auto base = torch::randn({37, 129});
+  const auto g = torch::randn({37, 129});
+  auto x1 = base.clone().requires_grad_(true), x2 = base.clone().requires_grad_(true);
+  torch::manual_seed(21);
+  const auto fused = nmt::relu_dropout(x1, 0.3, true);
+  torch::manual_seed(21);
+  const auto plain = nmt::dropout(torch::relu(x2), 0.3, true);
+  EXPECT_TRUE(torch::equal(fused, plain));
+  fused.backward(g);
+  plain.backward(g);
+  EXPECT_TRUE(torch::equal(x1.grad(), x2.grad()));
+  // Some elements were positive but dropped, and their gradient is zero.
+  const auto dropped = base.gt(0).logical_and(fused.eq(0));
+  EXPECT_GT(dropped.sum().item<int64_t>(), 0);
+  EXPECT_TRUE(x1.grad().masked_select(dropped).eq(0).all().item<bool>());
+  // Off in eval mode: plain ReLU.
+  EXPECT_TRUE(torch::equal(nmt::relu_dropout(base, 0.3, false), torch::relu(base)));
+  EXPECT_THROW(nmt::relu_dropout(x1, 1.0, true), c10::Error);
+}
+
+// Non-contiguous inputs are masked in their logical element order, as x * mask would.
+TEST(Dropout, NonContiguousInputUsesLogicalOrder) {
+  const auto x = torch::randn({16, 24}).t();
+  ASSERT_FALSE(x.is_contiguous());
+  torch::manual_seed(9);
+  const auto a = nmt::dropout(x, 0.4, true);
+  torch::manual_seed(9);
+  const auto b = nmt::dropout(x.contiguous(), 0.4, true);
+  EXPECT_TRUE(torch::equal(a, b));
+}

@@ -3,6 +3,7 @@
 #include "config/config.h"
 #include "model/transformer.h"
 #include "text/spm.h"
+#include "util/util.h"
 
 using namespace nmt;
 
@@ -121,4 +122,67 @@ TEST(Model, RejectsSequencesBeyondThePositionTable) {
   Transformer m(tiny(), 30, 30);
   const auto long_src = torch::full({1, 40}, 5, torch::kLong);
   EXPECT_THROW(m->encode(long_src), std::exception);
+}
+
+// nmt::Linear keeps torch::nn::Linear's parameter names and values, so checkpoints are unchanged.
+TEST(Linear, SameParametersAndOutputAsTorchLinear) {
+  torch::manual_seed(2);
+  torch::nn::Linear ref(torch::nn::LinearOptions(7, 5));
+  Linear ours(7, 5, true);
+  Linear no_bias(7, 5, false);
+  std::vector<std::string> names;
+  for (const auto& p : ours->named_parameters()) names.push_back(p.key());
+  EXPECT_EQ(names, (std::vector<std::string>{"weight", "bias"}));
+  EXPECT_EQ(no_bias->named_parameters().size(), 1u);
+  {
+    torch::NoGradGuard no_grad;
+    ours->weight.copy_(ref->weight);
+    ours->bias.copy_(ref->bias);
+  }
+  const auto x = torch::randn({3, 4, 7});
+  EXPECT_TRUE(torch::allclose(ours(x), ref(x)));
+}
+
+// Int8 weights with per-row scales and 8-bit activations: within about 1 % of the float product.
+TEST(Linear, Int8IsCloseToFloatAndInferenceOnly) {
+  torch::manual_seed(3);
+  Linear layer(64, 48, true);
+  torch::nn::init::xavier_uniform_(layer->weight);
+  torch::nn::init::uniform_(layer->bias, -0.5, 0.5);
+  const auto x = torch::randn({5, 9, 64});
+  torch::NoGradGuard no_grad;
+  const auto expected = layer(x);
+  layer->quantize_int8();
+  EXPECT_TRUE(layer->quantized());
+  EXPECT_THROW(layer(x), Error);  // still in training mode
+  layer->eval();
+  const auto got = layer(x);
+  ASSERT_EQ(got.sizes(), expected.sizes());
+  const double rel = ((got - expected).norm() / expected.norm()).item<double>();
+  EXPECT_LT(rel, 0.02) << "relative error " << rel;
+  EXPECT_GT(rel, 0.0);  // it really is quantized
+}
+
+// A quantized model ranks the vocabulary almost as the float model does, tied or untied.
+TEST(Linear, QuantizedModelAgreesWithTheFloatModel) {
+  for (const std::string tie : {"all", "none"}) {
+    SCOPED_TRACE(tie);
+    torch::manual_seed(4);
+    auto c = tiny("post", tie);
+    c.d_model = 64;
+    c.d_ff = 128;
+    Transformer m(c, 60, 60);
+    m->eval();
+    torch::NoGradGuard no_grad;
+    const auto src = torch::randint(4, 60, {6, 9});
+    const auto tgt = torch::randint(4, 60, {6, 7});
+    const auto expected = m->forward(src, tgt);
+    m->quantize_int8();
+    EXPECT_FALSE(m->is_training());
+    const auto got = m->forward(src, tgt);
+    const double rel = ((got - expected).norm() / expected.norm()).item<double>();
+    EXPECT_LT(rel, 0.05) << "relative error " << rel;
+    const double same_argmax = got.argmax(-1).eq(expected.argmax(-1)).to(torch::kDouble).mean().item<double>();
+    EXPECT_GT(same_argmax, 0.9);
+  }
 }

@@ -82,7 +82,7 @@ void add_eval_command(CLI::App& app) {
       use_inference_threads(args->decode);
       const auto src = read_lines(args->src);
       require_same_length("--src " + args->src, src, "--ref " + args->ref, refs);
-      LoadedModel m = load_model(args->checkpoint);
+      LoadedModel m = load_for_decoding(args->checkpoint, args->decode);
       TranslateOptions options = decode_options(args->decode, m.config);
       options.search.nbest = 1;
       spdlog::info("translating {} lines with {} (beam {})", src.size(), m.dir,

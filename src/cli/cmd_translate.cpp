@@ -58,7 +58,7 @@ void add_translate_command(CLI::App& app) {
     if (args->attention_layer < -1 || args->attention_head < -1)
       throw Error("--attention-layer and --attention-head must be >= 0");
     use_inference_threads(args->decode);
-    LoadedModel m = load_model(args->checkpoint);
+    LoadedModel m = load_for_decoding(args->checkpoint, args->decode);
     spdlog::info("loaded {}", m.dir);
     TranslateOptions options = decode_options(args->decode, m.config);
     const bool nbest_mode = args->nbest > 0;

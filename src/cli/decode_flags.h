@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "ckpt/checkpoint.h"
 #include "config/config.h"
 #include "decode/translate.h"
 
@@ -17,9 +19,10 @@ struct DecodeFlags {
   double length_penalty = -1;  // < 0: decode.length_penalty
   int64_t batch_tokens = 0;    // 0: decode.batch_tokens
   int threads = 0;             // 0: all cores
+  std::string quantize;        // "" (float) or "int8": dynamic int8 linear layers
 };
 
-// Adds --beam, --length-penalty, --batch-tokens and --threads.
+// Adds --beam, --length-penalty, --batch-tokens, --threads and --quantize.
 void add_decode_flags(CLI::App* cmd, DecodeFlags& flags);
 
 // Throws on out-of-range values.
@@ -27,6 +30,9 @@ void check_decode_flags(const DecodeFlags& flags);
 
 // Sets LibTorch's CPU threads for inference and keeps freed buffers in the heap.
 void use_inference_threads(const DecodeFlags& flags);
+
+// The checkpoint's model, quantized when the flags ask for it.
+LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& flags);
 
 // The checkpoint config's decode options with the given flags applied.
 TranslateOptions decode_options(const DecodeFlags& flags, const Config& config);

@@ -121,9 +121,8 @@ std::vector<std::vector<Hypothesis>> beam_search(Transformer& model, const torch
   const int64_t B = src.size(0), K = options.beam_size;
   const double alpha = options.length_penalty;
   const auto limits = output_limits(model, src, options);
-  // Source-side caches are computed once per sentence, then repeated for its K beams.
-  auto state = model->start_decoding(model->encode(src));
-  state.select(torch::arange(B, torch::kLong).repeat_interleave(K));
+  // Source-side caches are computed and stored once per sentence; its K beams share them.
+  auto state = model->start_decoding(model->encode(src), K);
 
   std::vector<int64_t> sentences(B);  // active sentences; sentence i owns rows [i*K, (i+1)*K)
   std::iota(sentences.begin(), sentences.end(), 0);

@@ -5,6 +5,9 @@
 // parallel. One 64-bit key per call comes from LibTorch's default CPU generator, so masks follow
 // torch::manual_seed and the generator state that checkpoints save: resume stays bit-exact, and
 // the masks do not depend on the thread count.
+//
+// Because the mask is a function of the key, the backward pass recomputes it instead of keeping
+// a float mask per element alive between forward and backward (about 70 MB a 4k-token batch).
 #pragma once
 
 #include <torch/torch.h>
@@ -17,6 +20,11 @@ namespace nmt {
 // when not training or p == 0. Gradients flow through the same mask. CPU tensors use the hashed
 // mask; others LibTorch's dropout.
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
+
+// dropout(relu(x), p, training), fused: one pass, and only the output is kept for backward (an
+// element's gradient passes iff its output is positive), where the unfused pair keeps the ReLU
+// output and the mask as well. Draws the same key as the unfused pair, so results match it.
+torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training);
 
 // The float mask dropout multiplies by: 0 or 1 / (1 - p), element i decided by hash(key, i).
 // 0 <= p < 1.

@@ -24,8 +24,8 @@ torch::Tensor sinusoidal_table(int64_t positions, int64_t d_model) {
 }
 
 namespace {
-torch::nn::Linear xavier_linear(int64_t in, int64_t out, bool bias = true) {
-  torch::nn::Linear l(torch::nn::LinearOptions(in, out).bias(bias));
+Linear xavier_linear(int64_t in, int64_t out, bool bias = true) {
+  Linear l(in, out, bias);
   torch::nn::init::xavier_uniform_(l->weight);
   if (bias) torch::nn::init::zeros_(l->bias);
   return l;
@@ -100,7 +100,18 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::memory_kv(
 torch::Tensor MultiHeadAttentionImpl::step(const torch::Tensor& x, torch::Tensor& k,
                                            torch::Tensor& v, const torch::Tensor& bias,
                                            torch::Tensor* weights) {
-  if (cross_) return attend(split_heads(q_(x)), k, v, bias, weights);
+  if (cross_) {
+    const int64_t N = x.size(0), B = k.size(0);
+    if (N == B) return attend(split_heads(q_(x)), k, v, bias, weights);
+    // A sentence's beams attend to its one copy of the memory as if they were query positions:
+    // [B, heads, group, head_dim] against [B, heads, S, head_dim], one GEMM per sentence.
+    const int64_t group = N / B;
+    auto q = q_(x).view({B, group, heads_, head_dim_}).transpose(1, 2);
+    auto out = attend(q, k, v, bias, weights).view({N, 1, d_model_});
+    if (weights != nullptr)
+      *weights = weights->transpose(1, 2).reshape({N, heads_, 1, weights->size(-1)});
+    return out;
+  }
   const int64_t B = x.size(0);
   auto qkv = qkv_(x).view({B, 1, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
   k = k.defined() ? torch::cat({k, qkv[1]}, 2) : qkv[1].contiguous();
@@ -116,9 +127,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout)
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  auto h = torch::relu(fc1_(x));
-  h = nmt::dropout(h, dropout_, is_training());
-  return fc2_(h);
+  return fc2_(nmt::relu_dropout(fc1_(x), dropout_, is_training()));
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c)
@@ -180,10 +189,13 @@ torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, DecoderState& state
 }
 
 void DecoderState::select(const torch::Tensor& index) {
-  for (auto* caches : {&self_k, &self_v, &cross_k, &cross_v})
-    for (auto& t : *caches)
-      if (t.defined()) t = t.index_select(0, index);
-  memory_bias = memory_bias.index_select(0, index);
+  reorder(index);
+  // The source side keeps one row per group: the old group of each new group's first row.
+  const auto sentences =
+      group == 1 ? index : index.view({-1, group}).select(1, 0).div(group, "floor");
+  for (auto* caches : {&cross_k, &cross_v})
+    for (auto& t : *caches) t = t.index_select(0, sentences);
+  memory_bias = memory_bias.index_select(0, sentences);
 }
 
 void DecoderState::reorder(const torch::Tensor& index) {
@@ -263,8 +275,10 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const Encoded
   return decoder_norm_ ? decoder_norm_(x) : x;
 }
 
-DecoderState TransformerImpl::start_decoding(const Encoded& enc) {
+DecoderState TransformerImpl::start_decoding(const Encoded& enc, int64_t group) {
+  if (group < 1) throw Error("start_decoding: group must be >= 1, got " + std::to_string(group));
   DecoderState state;
+  state.group = group;
   const size_t layers = decoder_->size();
   state.self_k.resize(layers);
   state.self_v.resize(layers);
@@ -291,7 +305,15 @@ torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderS
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
   if (out_proj_) return out_proj_(hidden);
+  if (!tied_int8_.isNone()) return int8_linear(hidden, tied_int8_);
   return torch::matmul(hidden, tgt_embed_->weight.t());
+}
+
+void TransformerImpl::quantize_int8() {
+  eval();
+  for (const auto& m : modules(/*include_self=*/false))
+    if (auto* linear = m->as<LinearImpl>()) linear->quantize_int8();
+  if (!out_proj_) tied_int8_ = pack_int8(tgt_embed_->weight, torch::Tensor());
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {

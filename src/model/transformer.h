@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "model/linear.h"
 
 namespace nmt {
 
@@ -28,8 +29,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   // sentence for incremental decoding.
   std::pair<torch::Tensor, torch::Tensor> memory_kv(const torch::Tensor& memory);
 
-  // One incremental step for x [B, 1, d]. Self-attention appends this position's key and value
-  // to k/v (undefined at the first step); cross-attention attends over k/v from memory_kv.
+  // One incremental step for x [N, 1, d]. Self-attention appends this position's key and value
+  // to k/v (undefined at the first step); cross-attention attends over k/v from memory_kv, which
+  // may hold one row per group of N / k.size(0) consecutive rows of x.
   torch::Tensor step(const torch::Tensor& x, torch::Tensor& k, torch::Tensor& v,
                      const torch::Tensor& bias, torch::Tensor* weights = nullptr);
 
@@ -41,7 +43,7 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   int64_t d_model_, heads_, head_dim_;
   double dropout_;
   bool cross_;
-  torch::nn::Linear qkv_{nullptr}, q_{nullptr}, kv_{nullptr}, out_{nullptr};
+  Linear qkv_{nullptr}, q_{nullptr}, kv_{nullptr}, out_{nullptr};
 };
 TORCH_MODULE(MultiHeadAttention);
 
@@ -52,7 +54,7 @@ class FeedForwardImpl : public torch::nn::Module {
 
  private:
   double dropout_;
-  torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
+  Linear fc1_{nullptr}, fc2_{nullptr};
 };
 TORCH_MODULE(FeedForward);
 
@@ -72,13 +74,17 @@ class EncoderLayerImpl : public torch::nn::Module {
 TORCH_MODULE(EncoderLayer);
 
 // Incremental decoding state: per-layer attention keys/values for N hypotheses.
+// Rows come in groups: the `group` hypotheses of one source sentence (beam search) are
+// consecutive and share that sentence's source-side caches, which are stored once, not per row.
 struct DecoderState {
   std::vector<torch::Tensor> self_k, self_v;    // [N, heads, t, head_dim], grown by each step
-  std::vector<torch::Tensor> cross_k, cross_v;  // [N, heads, S, head_dim], computed once
-  torch::Tensor memory_bias;                    // [N, 1, 1, S] source key-padding bias
+  std::vector<torch::Tensor> cross_k, cross_v;  // [N / group, heads, S, head_dim], computed once
+  torch::Tensor memory_bias;                    // [N / group, 1, 1, S] source key-padding bias
   int64_t length = 0;                           // target positions fed so far
+  int64_t group = 1;                            // hypotheses (rows) per source sentence
 
   // Keeps rows `index` (int64, may repeat) of every cache: finished rows leave, survivors move.
+  // With group > 1, index must keep whole groups, each drawn from one old group.
   void select(const torch::Tensor& index);
   // Beam reordering inside each sentence's block of rows: the source-side caches are identical
   // within a block, so only the self-attention caches move.
@@ -129,12 +135,17 @@ class TransformerImpl : public torch::nn::Module {
   // Incremental decoding: start_decoding computes the source-side caches once; each
   // decode_step feeds one token per row [N] and returns the final hidden states [N, d], equal
   // to decode() at that position. cross_weights as in decode(), here [N, heads, 1, S].
-  DecoderState start_decoding(const Encoded& enc);
+  // With group > 1 each source sentence is decoded as `group` consecutive rows (its beams).
+  DecoderState start_decoding(const Encoded& enc, int64_t group = 1);
   torch::Tensor decode_step(const torch::Tensor& tokens, DecoderState& state,
                             std::vector<torch::Tensor>* cross_weights = nullptr);
   // Vocabulary logits for hidden states of any leading shape.
   torch::Tensor project(const torch::Tensor& hidden);
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
+
+  // Dynamic int8 quantization of every linear layer and the output projection, for inference:
+  // weights are quantized once here, activations per call. Puts the model in eval mode.
+  void quantize_int8();
 
   const ModelConfig& config() const { return config_; }
 
@@ -148,7 +159,8 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor sinusoids_;  // not a parameter: rebuilt from the config
   torch::nn::Embedding src_embed_{nullptr}, tgt_embed_{nullptr};
   torch::nn::Embedding src_pos_{nullptr}, tgt_pos_{nullptr};
-  torch::nn::Linear out_proj_{nullptr};
+  Linear out_proj_{nullptr};
+  c10::IValue tied_int8_;  // the tied output projection, packed by quantize_int8()
   torch::nn::ModuleList encoder_{nullptr}, decoder_{nullptr};
   torch::nn::LayerNorm encoder_norm_{nullptr}, decoder_norm_{nullptr};
 };
