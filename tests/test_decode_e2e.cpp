@@ -242,6 +242,29 @@ TEST_F(QuickstartRun, EvalScoresCheckpointsAndFiles) {
   EXPECT_NE(r.status, 0);
 }
 
+// --quantize int8 through the binary: the same lines out, a score close to the float model's,
+// and a bad value refused.
+TEST_F(QuickstartRun, Int8QuantizedModelTranslatesAndScoresCloseToFloat) {
+  const std::string src = data() + "/test.en", ref = data() + "/test.de";
+  const std::string eval = nmt_bin() + " eval --checkpoint " + run() +
+                           " --threads 1 --beam 1 --src " + src + " --ref " + ref + " --json";
+  auto f = run_command(eval + " 2>/dev/null");
+  auto q = run_command(eval + " --quantize int8 --hyp-out " + path("int8.hyp") + " 2>" +
+                       path("int8.log"));
+  ASSERT_EQ(f.status, 0) << f.output;
+  ASSERT_EQ(q.status, 0) << q.output;
+  EXPECT_NE(nmt_test::read_text(path("int8.log")).find("quantized to int8"), std::string::npos);
+  const auto jf = json::parse(f.output);
+  const auto jq = json::parse(q.output);
+  EXPECT_EQ(read_lines_of(path("int8.hyp")).size(), 300u);
+  // The quickstart model copies its input almost exactly; int8 must not break that.
+  EXPECT_NEAR(jq["chrf"].get<double>(), jf["chrf"].get<double>(), 3.0);
+  EXPECT_NEAR(jq["ppl"].get<double>(), jf["ppl"].get<double>(), 0.1 * jf["ppl"].get<double>());
+  const auto bad = run_command(translate("--quantize int4 --input " + src + " 2>&1"));
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.output.find("--quantize must be int8"), std::string::npos) << bad.output;
+}
+
 TEST_F(QuickstartRun, AveragedCheckpointTranslates) {
   const std::string ck = run() + "/checkpoints/";
   auto r =

@@ -182,7 +182,8 @@ TEST(Linear, QuantizedModelAgreesWithTheFloatModel) {
     const auto got = m->forward(src, tgt);
     const double rel = ((got - expected).norm() / expected.norm()).item<double>();
     EXPECT_LT(rel, 0.05) << "relative error " << rel;
-    const double same_argmax = got.argmax(-1).eq(expected.argmax(-1)).to(torch::kDouble).mean().item<double>();
+    const double same_argmax =
+        got.argmax(-1).eq(expected.argmax(-1)).to(torch::kDouble).mean().item<double>();
     EXPECT_GT(same_argmax, 0.9);
   }
 }

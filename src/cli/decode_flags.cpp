@@ -2,8 +2,8 @@
 
 #include <torch/torch.h>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "util/util.h"
 
@@ -17,7 +17,7 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
                   "Source-token budget per batch, beams included (default: decode.batch_tokens)");
   cmd->add_option("--threads", flags.threads, "CPU threads (0 = all cores)");
   cmd->add_option("--quantize", flags.quantize,
-                  "int8: dynamic int8 quantization of the linear layers (faster, may cost BLEU)");
+                  "int8: dynamic int8 quantization of the output projection (faster, may cost BLEU)");
 }
 
 void check_decode_flags(const DecodeFlags& flags) {

@@ -19,7 +19,7 @@ struct DecodeFlags {
   double length_penalty = -1;  // < 0: decode.length_penalty
   int64_t batch_tokens = 0;    // 0: decode.batch_tokens
   int threads = 0;             // 0: all cores
-  std::string quantize;        // "" (float) or "int8": dynamic int8 linear layers
+  std::string quantize;        // "" (float) or "int8": int8 output projection
 };
 
 // Adds --beam, --length-penalty, --batch-tokens, --threads and --quantize.

@@ -16,11 +16,10 @@ c10::IValue pack_int8(const torch::Tensor& weight, const torch::Tensor& bias);
 // the product accumulates in int32. x [..., in], float.
 torch::Tensor int8_linear(const torch::Tensor& x, const c10::IValue& packed);
 
-// y = x W^T + b. The parameters are registered as "weight" and "bias", as torch::nn::Linear
-// registers them, so checkpoints are the same, and initialised as it initialises them.
-// quantize_int8() switches forward to int8_linear;
-// the float parameters stay (checkpoints and training use them), and training mode then refuses
-// to run.
+// y = x W^T + b. The parameters are registered as "weight" and "bias" and initialised as
+// torch::nn::Linear does it, so checkpoints and seeded models are the same as with it.
+// quantize_int8() switches forward to int8_linear; the float parameters stay (checkpoints use
+// them), and training mode then refuses to run.
 class LinearImpl : public torch::nn::Module {
  public:
   LinearImpl(int64_t in, int64_t out, bool bias);

@@ -311,9 +311,10 @@ torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
 
 void TransformerImpl::quantize_int8() {
   eval();
-  for (const auto& m : modules(/*include_self=*/false))
-    if (auto* linear = m->as<LinearImpl>()) linear->quantize_int8();
-  if (!out_proj_) tied_int8_ = pack_int8(tgt_embed_->weight, torch::Tensor());
+  if (out_proj_)
+    out_proj_->quantize_int8();
+  else
+    tied_int8_ = pack_int8(tgt_embed_->weight, torch::Tensor());
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {

@@ -143,8 +143,10 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor project(const torch::Tensor& hidden);
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
-  // Dynamic int8 quantization of every linear layer and the output projection, for inference:
-  // weights are quantized once here, activations per call. Puts the model in eval mode.
+  // Dynamic int8 quantization of the output projection, for inference: weights are quantized
+  // once here, activations per call. Puts the model in eval mode. The d_model-wide layers stay
+  // float: with this LibTorch's oneDNN engine each call with a new activation scale compiles a
+  // kernel, which costs more than those small products (docs/performance.md).
   void quantize_int8();
 
   const ModelConfig& config() const { return config_; }

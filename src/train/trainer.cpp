@@ -468,8 +468,8 @@ void train(const Config& config, const TrainOptions& options) {
       // Project only real target positions: padding never reaches the vocabulary matmul.
       const auto keep = b.tgt_out.ne(kPadId);
       // The logits die with this statement: the loss keeps only its gradient for backward.
-      auto sums = label_smoothed_loss(model->project(hidden.index({keep})),
-                                      b.tgt_out.index({keep}), tc.label_smoothing, kPadId);
+      auto sums = label_smoothed_loss(model->project(hidden.index({keep})), b.tgt_out.index({keep}),
+                                      tc.label_smoothing, kPadId);
       if (poisoned) sums.loss = sums.loss * std::numeric_limits<double>::quiet_NaN();
       phases.forward += since(t0);
       t0 = Clock::now();
