@@ -16,8 +16,9 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
   cmd->add_option("--batch-tokens", flags.batch_tokens,
                   "Source-token budget per batch, beams included (default: decode.batch_tokens)");
   cmd->add_option("--threads", flags.threads, "CPU threads (0 = all cores)");
-  cmd->add_option("--quantize", flags.quantize,
-                  "int8: dynamic int8 quantization of the output projection (faster, may cost BLEU)");
+  cmd->add_option(
+      "--quantize", flags.quantize,
+      "int8: dynamic int8 quantization of the output projection (faster, may cost BLEU)");
 }
 
 void check_decode_flags(const DecodeFlags& flags) {
@@ -36,7 +37,7 @@ LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& 
   LoadedModel m = load_model(checkpoint);
   if (flags.quantize == "int8") {
     m.model->quantize_int8();
-    spdlog::info("linear layers quantized to int8 (dynamic)");
+    spdlog::info("output projection quantized to int8 (dynamic)");
   }
   return m;
 }

@@ -142,7 +142,6 @@ torch::Tensor dropout(const torch::Tensor& x, double p, bool training) {
 
 torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p == 0.0 || !fast_path(x)) return nmt::dropout(torch::relu(x), p, training);
-  drop_threshold(p);  // validates p before a key is drawn
   return ReluDropout::apply(x, p, key_to_ivalue(next_key()));
 }
 

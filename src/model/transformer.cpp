@@ -4,6 +4,7 @@
 
 #include "data/tensors.h"
 #include "model/dropout.h"
+#include "model/quantize.h"
 #include "text/spm.h"
 #include "util/util.h"
 
@@ -24,8 +25,8 @@ torch::Tensor sinusoidal_table(int64_t positions, int64_t d_model) {
 }
 
 namespace {
-Linear xavier_linear(int64_t in, int64_t out, bool bias = true) {
-  Linear l(in, out, bias);
+torch::nn::Linear xavier_linear(int64_t in, int64_t out, bool bias = true) {
+  torch::nn::Linear l(torch::nn::LinearOptions(in, out).bias(bias));
   torch::nn::init::xavier_uniform_(l->weight);
   if (bias) torch::nn::init::zeros_(l->bias);
   return l;
@@ -304,17 +305,18 @@ torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderS
 }
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
+  if (!proj_int8_.isNone()) {
+    if (is_training()) throw Error("an int8-quantized model is for inference only");
+    return int8_linear(hidden, proj_int8_);
+  }
   if (out_proj_) return out_proj_(hidden);
-  if (!tied_int8_.isNone()) return int8_linear(hidden, tied_int8_);
   return torch::matmul(hidden, tgt_embed_->weight.t());
 }
 
 void TransformerImpl::quantize_int8() {
   eval();
-  if (out_proj_)
-    out_proj_->quantize_int8();
-  else
-    tied_int8_ = pack_int8(tgt_embed_->weight, torch::Tensor());
+  // The untied projection has no bias (xavier_linear(..., false) above).
+  proj_int8_ = pack_int8(out_proj_ ? out_proj_->weight : tgt_embed_->weight, torch::Tensor());
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "config/config.h"
-#include "model/linear.h"
 
 namespace nmt {
 
@@ -43,7 +42,7 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   int64_t d_model_, heads_, head_dim_;
   double dropout_;
   bool cross_;
-  Linear qkv_{nullptr}, q_{nullptr}, kv_{nullptr}, out_{nullptr};
+  torch::nn::Linear qkv_{nullptr}, q_{nullptr}, kv_{nullptr}, out_{nullptr};
 };
 TORCH_MODULE(MultiHeadAttention);
 
@@ -54,7 +53,7 @@ class FeedForwardImpl : public torch::nn::Module {
 
  private:
   double dropout_;
-  Linear fc1_{nullptr}, fc2_{nullptr};
+  torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
 };
 TORCH_MODULE(FeedForward);
 
@@ -144,7 +143,8 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
   // Dynamic int8 quantization of the output projection, for inference: weights are quantized
-  // once here, activations per call. Puts the model in eval mode. The d_model-wide layers stay
+  // once here, activations per call. Puts the model in eval mode; training mode then refuses to
+  // run the projection. The d_model-wide layers stay
   // float: with this LibTorch's oneDNN engine each call with a new activation scale compiles a
   // kernel, which costs more than those small products (docs/performance.md).
   void quantize_int8();
@@ -161,8 +161,8 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor sinusoids_;  // not a parameter: rebuilt from the config
   torch::nn::Embedding src_embed_{nullptr}, tgt_embed_{nullptr};
   torch::nn::Embedding src_pos_{nullptr}, tgt_pos_{nullptr};
-  Linear out_proj_{nullptr};
-  c10::IValue tied_int8_;  // the tied output projection, packed by quantize_int8()
+  torch::nn::Linear out_proj_{nullptr};
+  c10::IValue proj_int8_;  // the output projection (tied or not), packed by quantize_int8()
   torch::nn::ModuleList encoder_{nullptr}, decoder_{nullptr};
   torch::nn::LayerNorm encoder_norm_{nullptr}, decoder_norm_{nullptr};
 };

@@ -1,0 +1,19 @@
+// Dynamic int8 quantization of a linear product, for inference.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace nmt {
+
+// Packs weight [out, in] and an optional bias for int8_linear. Each output row gets a symmetric
+// int8 scale (max |w| / 127). Selects LibTorch's quantized engine first; throws Error when this
+// build has none.
+c10::IValue pack_int8(const torch::Tensor& weight, const torch::Tensor& bias);
+
+// x W^T + b with W from pack_int8: x is quantized to 8 bits per call (dynamic quantization) and
+// the product accumulates in int32. x [..., in], float.
+torch::Tensor int8_linear(const torch::Tensor& x, const c10::IValue& packed);
+
+}  // namespace nmt
