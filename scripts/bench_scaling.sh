@@ -7,6 +7,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+source scripts/bench_lib.sh
 STEPS="${1:-9}"
 EVERY=$(( STEPS / 3 > 0 ? STEPS / 3 : 1 ))
 OUT="$ROOT/bench/scaling"
@@ -28,14 +29,10 @@ for threads in 1 2; do
         --set train.threads="$threads" --set train.max_steps="$STEPS" --set train.log_every="$EVERY" \
         --set train.save_every="$STEPS" --set train.valid_every=0 --set data.valid_src= \
         --set data.valid_tgt= >"$run.log" 2>&1
-      python3 - "$run/metrics.jsonl" "$run.rss" "$threads" "$bt" "$d" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l][1:]  # first interval: warm-up
-tokens = sum(r["tgt_tokens"] for r in rows)
-seconds = sum(r["tgt_tokens"] / r["tok_per_s"] for r in rows)
-rss_mb = int(open(sys.argv[2]).read()) / 1024
-print(f"| {sys.argv[3]} | {sys.argv[4]} | {sys.argv[5]} | {tokens / seconds:,.0f} | {rss_mb:,.0f} |")
-PY
+      # The first interval is warm-up.
+      python3 -c 'import sys; t, b, d, rate, kb = sys.argv[1:]
+print(f"| {t} | {b} | {d} | {float(rate):,.0f} | {int(kb) / 1024:,.0f} |")' \
+        "$threads" "$bt" "$d" "$(train_rate "$run/metrics.jsonl" 1)" "$(cat "$run.rss")"
     done
   done
 done
@@ -53,5 +50,6 @@ echo "|---|---|---|"
 for beam in 1 4 8; do
   build/nmt translate --checkpoint "$CKPT" --beam "$beam" --threads 2 --input "$SRC" \
     --output "$OUT/beam$beam.de" 2>"$OUT/beam$beam.log"
-  sed -n 's/.*translated [0-9]* lines in [0-9.]* s (\([0-9.]*\) sentences\/s, \([0-9.]*\) target tokens\/s).*/| '"$beam"' | \1 | \2 |/p' "$OUT/beam$beam.log"
+  read -r sps tps < <(translate_rate "$OUT/beam$beam.log")
+  echo "| $beam | $sps | $tps |"
 done

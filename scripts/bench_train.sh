@@ -5,6 +5,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+source scripts/bench_lib.sh
 STEPS="${1:-100}"
 THREADS="${2:-2}"
 PEER="${PEER:-$ROOT/../shared/bench/peer_torch.py}"
@@ -21,14 +22,7 @@ echo "== nmt: configs/multi30k_en_de.json, $STEPS steps, $THREADS threads"
 scripts/peak_rss.py "$OUT/nmt.rss" build/nmt train --config configs/multi30k_en_de.json --run-dir "$OUT/nmt" \
   --set train.max_steps="$STEPS" --set train.threads="$THREADS" --set train.log_every=10 \
   --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= 2>&1 | tee "$OUT/nmt.log" | grep -E "step|data" || true
-ours=$(python3 - "$OUT/nmt/metrics.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
-tokens = sum(r["tgt_tokens"] for r in rows)
-seconds = sum(r["tgt_tokens"] / r["tok_per_s"] for r in rows)
-print(f"{tokens / seconds:.1f}")
-PY
-)
+ours=$(train_rate "$OUT/nmt/metrics.jsonl")
 
 echo "== peer: $PEER, $STEPS steps, $THREADS threads"
 scripts/peak_rss.py "$OUT/peer.rss" /usr/bin/python3 "$PEER" train --spm "$OUT/nmt/spm.model" --src data/multi30k/train.en \

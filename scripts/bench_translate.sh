@@ -8,6 +8,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+source scripts/bench_lib.sh
 STEPS="${1:-800}"
 THREADS="${2:-2}"
 WARMUP="${WARMUP:-$STEPS}"
@@ -44,7 +45,7 @@ nmt_translate() {
   shift 2
   build/nmt translate --checkpoint "$CKPT" --beam "$beam" --threads "$THREADS" \
     --input "$SRC" --output "$out" "$@" 2>"$out.log"
-  sed -n 's/.*translated [0-9]* lines in [0-9.]* s (\([0-9.]*\) sentences\/s, \([0-9.]*\) target tokens\/s).*/\1 \2/p' "$out.log"
+  translate_rate "$out.log"
 }
 bleu() { build/nmt eval --hyp "$1" --ref "$REF" --json 2>/dev/null; }
 

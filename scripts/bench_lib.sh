@@ -1,0 +1,18 @@
+# Shared by the bench_*.sh scripts (sourced, not run).
+
+# train_rate METRICS_JSONL [SKIP]: target tokens/s over a run's logged training intervals,
+# leaving out the first SKIP (warm-up) intervals. Prints it with one decimal.
+train_rate() {
+  python3 - "$1" "${2:-0}" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l][int(sys.argv[2]):]
+tokens = sum(r["tgt_tokens"] for r in rows)
+seconds = sum(r["tgt_tokens"] / r["tok_per_s"] for r in rows)
+print(f"{tokens / seconds:.1f}")
+PY
+}
+
+# translate_rate LOG: "sentences/s target-tokens/s" from the closing line of an nmt translate log.
+translate_rate() {
+  sed -n 's/.*translated [0-9]* lines in [0-9.]* s (\([0-9.]*\) sentences\/s, \([0-9.]*\) target tokens\/s).*/\1 \2/p' "$1"
+}
