@@ -42,15 +42,15 @@ torch::Tensor random_source(int64_t rows, int64_t vocab, uint64_t seed) {
   return pad_sequences(seqs, kPadId);
 }
 
-Transformer random_model(const ModelConfig& c, int64_t vocab, uint64_t seed) {
+Seq2Seq random_model(const ModelConfig& c, int64_t vocab, uint64_t seed) {
   torch::manual_seed(seed);
-  Transformer model(c, vocab, vocab);
+  Seq2Seq model = make_model(c, vocab, vocab);
   model->eval();
   return model;
 }
 
 // Uncached model score of a hypothesis: one full forward pass.
-double full_log_prob(Transformer& model, const torch::Tensor& src_row, const Hypothesis& h) {
+double full_log_prob(Seq2Seq& model, const torch::Tensor& src_row, const Hypothesis& h) {
   torch::NoGradGuard no_grad;
   std::vector<int64_t> in{kBosId}, out;
   for (int t : h.tokens) {
@@ -105,14 +105,14 @@ TEST(IncrementalDecoding, MatchesFullDecodeAtEveryStep) {
     for (int64_t t = 0; t < tgt_in.size(1); ++t) {
       std::vector<torch::Tensor> step_weights;
       const auto step =
-          model->project(model->decode_step(tgt_in.select(1, t), state, &step_weights));
+          model->project(model->decode_step(tgt_in.select(1, t), *state, &step_weights));
       EXPECT_TRUE(torch::allclose(step, full.select(1, t), 1e-5, 1e-5))
           << "step " << t << " max diff " << (step - full.select(1, t)).abs().max().item<float>();
       for (size_t l = 0; l < step_weights.size(); ++l)
         EXPECT_TRUE(
             torch::allclose(step_weights[l].squeeze(2), full_weights[l].select(2, t), 1e-5, 1e-6));
     }
-    EXPECT_EQ(state.length, tgt_in.size(1));
+    EXPECT_EQ(state->length, tgt_in.size(1));
   }
 }
 
@@ -125,13 +125,13 @@ TEST(IncrementalDecoding, SelectAndReorderKeepRowsConsistent) {
       {torch::full({4, 1}, kBosId, torch::kLong), torch::randint(4, V, {4, 6}, torch::kLong)}, 1);
   torch::NoGradGuard no_grad;
   auto state = model->start_decoding(model->encode(src));
-  for (int64_t t = 0; t < 3; ++t) model->decode_step(tgt_in.select(1, t), state);
+  for (int64_t t = 0; t < 3; ++t) model->decode_step(tgt_in.select(1, t), *state);
   // Keep rows 3 and 1 (in that order), then run to the end.
   const auto keep = torch::tensor(std::vector<int64_t>{3, 1});
-  state.select(keep);
+  state->select(keep);
   torch::Tensor last;
   for (int64_t t = 3; t < tgt_in.size(1); ++t)
-    last = model->project(model->decode_step(tgt_in.index_select(0, keep).select(1, t), state));
+    last = model->project(model->decode_step(tgt_in.index_select(0, keep).select(1, t), *state));
   const auto sub_src = src.index_select(0, keep);
   const auto expected =
       model->forward(sub_src, tgt_in.index_select(0, keep)).select(1, tgt_in.size(1) - 1);
@@ -141,11 +141,11 @@ TEST(IncrementalDecoding, SelectAndReorderKeepRowsConsistent) {
   const auto same_src = src.narrow(0, 0, 1).repeat({3, 1});
   auto st2 = model->start_decoding(model->encode(same_src));
   const auto tgt3 = tgt_in.narrow(0, 0, 3);
-  for (int64_t t = 0; t < 3; ++t) model->decode_step(tgt3.select(1, t), st2);
+  for (int64_t t = 0; t < 3; ++t) model->decode_step(tgt3.select(1, t), *st2);
   const auto perm = torch::tensor(std::vector<int64_t>{2, 2, 0});
-  st2.reorder(perm);
+  st2->reorder(perm);
   for (int64_t t = 3; t < tgt3.size(1); ++t)
-    last = model->project(model->decode_step(tgt3.index_select(0, perm).select(1, t), st2));
+    last = model->project(model->decode_step(tgt3.index_select(0, perm).select(1, t), *st2));
   const auto expected2 =
       model->forward(same_src, tgt3.index_select(0, perm)).select(1, tgt3.size(1) - 1);
   EXPECT_TRUE(torch::allclose(last, expected2, 1e-5, 1e-5));
@@ -162,8 +162,10 @@ TEST(IncrementalDecoding, GroupedRowsShareTheSourceCaches) {
                                  1);
   torch::NoGradGuard no_grad;
   const auto enc = model->encode(src);
-  auto grouped = model->start_decoding(enc, K);
-  auto repeated = model->start_decoding(model->encode(src.repeat_interleave(K, 0)));
+  auto grouped_state = model->start_decoding(enc, K);
+  auto repeated_state = model->start_decoding(model->encode(src.repeat_interleave(K, 0)));
+  auto& grouped = dynamic_cast<TransformerState&>(*grouped_state);
+  auto& repeated = dynamic_cast<TransformerState&>(*repeated_state);
   // One copy per sentence, not per beam.
   EXPECT_EQ(grouped.cross_k[0].size(0), B);
   EXPECT_EQ(grouped.memory_bias.size(0), B);

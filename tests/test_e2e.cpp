@@ -1,6 +1,7 @@
 // End to end through the nmt binary: a shortened quickstart (train -> checkpoint -> resume ->
 // translate), and the CLI's error paths.
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <filesystem>
 #include <fstream>
@@ -154,4 +155,67 @@ TEST(EndToEnd, EveryCommandHasHelp) {
     EXPECT_EQ(r.status, 0) << cmd;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << cmd;
   }
+}
+
+// Devices and precisions that cannot work here fail before any work, naming the flag or key.
+TEST(EndToEnd, DeviceAndPrecisionErrorsAreClear) {
+  nmt_test::TempDir dir;
+  // Data files of its own, so that only the device or precision can be wrong.
+  std::filesystem::create_directories(dir / "data");
+  for (const char* name : {"data/a.en", "data/a.de"})
+    nmt_test::write_text(dir / name, "one\ntwo\nthree\n");
+  const std::string train = " train --config configs/quickstart.json --run-dir " + (dir / "run") +
+                             " --set data.train_src=" + (dir / "data/a.en") +
+                             " --set data.train_tgt=" + (dir / "data/a.de") +
+                             " --set data.valid_src=" + (dir / "data/a.en") +
+                             " --set data.valid_tgt=" + (dir / "data/a.de");
+  struct Case {
+    std::string command, message;
+  };
+  std::vector<Case> cases = {
+      {train + " --device tpu",
+       "train.device: must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"tpu\""},
+      {train + " --device cpu --set train.precision=bf16", "train.precision bf16 runs on CUDA only"},
+      {" translate --checkpoint " + (dir / "none") + " --device cuda --quantize int8",
+       "--quantize int8 runs on the CPU only"},
+      {" translate --checkpoint " + (dir / "none") + " --device gpu", "--device: unknown device"},
+      {" translate --checkpoint " + (dir / "none") + " --device cpu --precision bf16",
+       "--precision bf16 runs on CUDA only"},
+  };
+  if (!torch::cuda::is_available())
+    cases.push_back({train + " --device cuda", "train.device cuda: no CUDA device is available"});
+  for (const auto& c : cases) {
+    const auto r = run_command(nmt_bin() + c.command);
+    EXPECT_EQ(r.status, 1) << c.command << "\n" << r.output;
+    EXPECT_NE(r.output.find("nmt: error: "), std::string::npos) << c.command << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.command << "\n" << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir / "run/checkpoints")) << c.command;
+  }
+}
+
+// An out-of-memory step (simulated: NMT_DEBUG_OOM_STEPS) is skipped with a warning and counted;
+// three in a row stop training, naming train.batch_tokens.
+TEST(EndToEnd, OutOfMemoryStepsAreSkippedThenStopTraining) {
+  nmt_test::TempDir dir;
+  auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
+                         " --train 300 --valid 10 --test 10");
+  ASSERT_EQ(gen.status, 0) << gen.output;
+  auto r = run_command("NMT_DEBUG_OOM_STEPS=3 " + train_command(dir, 8) +
+                       " --set train.log_every=1 --set train.valid_every=0");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("update 3 skipped: out of memory (simulated by NMT_DEBUG_OOM_STEPS)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("1 batches skipped (out of memory)"), std::string::npos) << r.output;
+  int steps = 0;
+  for (const auto& row : metrics_rows(dir / "run/metrics.jsonl")) steps += row.contains("loss");
+  EXPECT_EQ(steps, 8);  // eight real updates: the skipped attempt is not a step
+
+  std::filesystem::remove_all(dir / "run");
+  r = run_command("NMT_DEBUG_OOM_STEPS=5,6,7 " + train_command(dir, 20));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("ran out of memory in 3 steps in a row: lower train.batch_tokens (now "
+                          "1200)"),
+            std::string::npos)
+      << r.output;
 }

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "model/device.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -90,22 +91,12 @@ std::string resolve_checkpoint(const std::string& path) {
   return all.back();
 }
 
-void write_vocabs(const std::string& dir, const Vocabs& vocabs) {
-  if (vocabs.joint) {
-    write_file_atomic(dir + "/spm.model", vocabs.src.bytes());
-  } else {
-    write_file_atomic(dir + "/spm.src.model", vocabs.src.bytes());
-    write_file_atomic(dir + "/spm.tgt.model", vocabs.tgt.bytes());
-  }
-}
-
 namespace {
 // Writes a checkpoint into a hidden temporary directory, then renames it to final_dir, so a
 // directory under that name is always complete. Without an optimizer it is an inference
 // checkpoint (best, averaged): no optimizer or RNG state.
 void write_checkpoint_dir(const std::string& final_dir, const Config& config, const Vocabs& vocabs,
-                          Transformer& model, torch::optim::Optimizer* optimizer,
-                          const TrainerState& state, const json& extra) {
+                          Seq2Seq& model, torch::optim::Optimizer* optimizer, const json& state) {
   const fs::path final_path(final_dir);
   const std::string dir = final_path.parent_path().string();
   fs::create_directories(dir);
@@ -127,20 +118,20 @@ void write_checkpoint_dir(const std::string& final_dir, const Config& config, co
     }
     wrap_torch_io(tmp_dir + "/rng.pt", "write",
                   [&] { torch::save(rng_state, tmp_dir + "/rng.pt"); });
-    for (const char* f : {"/optimizer.pt", "/rng.pt"}) sync_file(tmp_dir + f);
+    sync_file(tmp_dir + "/optimizer.pt");
+    sync_file(tmp_dir + "/rng.pt");
+    // A model on a GPU: its generators too (one per device), for exact resumes there.
+    if (model->device().is_cuda()) {
+      const auto cuda_states = cuda_generator_states();
+      wrap_torch_io(tmp_dir + "/rng_cuda.pt", "write",
+                    [&] { torch::save(cuda_states, tmp_dir + "/rng_cuda.pt"); });
+      sync_file(tmp_dir + "/rng_cuda.pt");
+    }
   }
   write_file_atomic(tmp_dir + "/config.json", config_to_json(config) + "\n");
   write_vocabs(tmp_dir, vocabs);
-  json st = {{"format_version", kFormatVersion},
-             {"step", state.step},
-             {"epoch", state.epoch},
-             {"batch_in_epoch", state.batch_in_epoch},
-             {"tgt_tokens", state.tgt_tokens},
-             {"elapsed_s", state.elapsed_s},
-             {"best", state.has_best ? json{{"value", state.best_value}, {"step", state.best_step}}
-                                     : json(nullptr)},
-             {"validations_without_improvement", state.validations_without_improvement}};
-  for (const auto& [key, value] : extra.items()) st[key] = value;
+  json st = {{"format_version", kFormatVersion}};
+  for (const auto& [key, value] : state.items()) st[key] = value;
   // state.json is written last: its presence marks the directory's content complete.
   write_file_atomic(tmp_dir + "/state.json", st.dump(2) + "\n");
   fsync_dir(tmp_dir);
@@ -155,11 +146,12 @@ namespace {
 // torch::load replaces parameters with whatever shapes the file holds, so a vocabulary or config
 // that does not match the weights would only fail later, deep inside a forward pass (or not at
 // all). Every shape is checked against the model the config and vocabularies describe.
-void load_weights(Transformer& model, const std::string& path) {
+void load_weights(Seq2Seq& model, const std::string& path) {
   std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
   for (const auto& p : model->named_parameters())
     expected.emplace_back(p.key(), p.value().sizes().vec());
-  wrap_torch_io(path, "load", [&] { torch::load(model, path); });
+  const torch::Device device = model->device();
+  wrap_torch_io(path, "load", [&] { torch::load(model, path, device); });
   const auto loaded = model->named_parameters();
   for (const auto& [name, shape] : expected) {
     const auto* t = loaded.find(name);
@@ -174,14 +166,15 @@ void load_weights(Transformer& model, const std::string& path) {
 }
 }  // namespace
 
-std::string save_checkpoint(const std::string& run_dir, const Config& config, const Vocabs& vocabs,
-                            Transformer& model, torch::optim::Optimizer& optimizer,
-                            const TrainerState& state, int64_t keep_last) {
+std::string save_checkpoint(const std::string& run_dir, int64_t step, const Config& config,
+                            const Vocabs& vocabs, Seq2Seq& model,
+                            torch::optim::Optimizer& optimizer, const json& state,
+                            int64_t keep_last) {
   if (!is_main_process()) return "";
   std::ostringstream name;
-  name << "ckpt-" << std::setw(8) << std::setfill('0') << state.step;
+  name << "ckpt-" << std::setw(8) << std::setfill('0') << step;
   const std::string final_dir = checkpoints_dir(run_dir) + "/" + name.str();
-  write_checkpoint_dir(final_dir, config, vocabs, model, &optimizer, state, json::object());
+  write_checkpoint_dir(final_dir, config, vocabs, model, &optimizer, state);
   auto all = list_checkpoints(run_dir);
   for (size_t i = 0; i + static_cast<size_t>(keep_last) < all.size(); ++i) fs::remove_all(all[i]);
   return final_dir;
@@ -192,10 +185,9 @@ std::string best_checkpoint_dir(const std::string& run_dir) {
 }
 
 std::string save_model_checkpoint(const std::string& dir, const Config& config,
-                                  const Vocabs& vocabs, Transformer& model,
-                                  const TrainerState& state, const nlohmann::json& extra) {
+                                  const Vocabs& vocabs, Seq2Seq& model, const json& state) {
   if (!is_main_process()) return "";
-  write_checkpoint_dir(dir, config, vocabs, model, nullptr, state, extra);
+  write_checkpoint_dir(dir, config, vocabs, model, nullptr, state);
   return dir;
 }
 
@@ -219,27 +211,18 @@ Config read_checkpoint_config(const std::string& ckpt_dir) {
   return parse_config(read_file(path), {}, path);
 }
 
-Vocabs read_checkpoint_vocabs(const std::string& ckpt_dir, bool joint) {
-  if (joint) {
-    auto sp = SentencePiece::from_file(ckpt_dir + "/spm.model");
-    return Vocabs{sp, sp, true};
-  }
-  return Vocabs{SentencePiece::from_file(ckpt_dir + "/spm.src.model"),
-                SentencePiece::from_file(ckpt_dir + "/spm.tgt.model"), false};
-}
-
-TrainerState load_training_state(const std::string& ckpt_dir, Transformer& model,
-                                 torch::optim::Optimizer& optimizer, bool load_optimizer) {
-  const std::string state_path = ckpt_dir + "/state.json";
-  const json st = read_checkpoint_state(ckpt_dir);
+json load_training_state(const std::string& ckpt_dir, Seq2Seq& model,
+                         torch::optim::Optimizer& optimizer, bool load_optimizer) {
+  json st = read_checkpoint_state(ckpt_dir);
   if (!file_exists(ckpt_dir + "/optimizer.pt"))
     throw Error(ckpt_dir +
                 " holds no optimizer state (a best or averaged checkpoint): resume "
                 "from a ckpt-* directory");
   load_weights(model, ckpt_dir + "/model.pt");
+  const torch::Device device = model->device();
   if (load_optimizer)
     wrap_torch_io(ckpt_dir + "/optimizer.pt", "load",
-                  [&] { torch::load(optimizer, ckpt_dir + "/optimizer.pt"); });
+                  [&] { torch::load(optimizer, ckpt_dir + "/optimizer.pt", device); });
   torch::Tensor rng_state;
   wrap_torch_io(ckpt_dir + "/rng.pt", "load",
                 [&] { torch::load(rng_state, ckpt_dir + "/rng.pt"); });
@@ -248,32 +231,24 @@ TrainerState load_training_state(const std::string& ckpt_dir, Transformer& model
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(rng_state);
   }
-  TrainerState s;
-  try {
-    s.step = st.at("step").get<int64_t>();
-    s.epoch = st.at("epoch").get<int64_t>();
-    s.batch_in_epoch = st.at("batch_in_epoch").get<int64_t>();
-    s.tgt_tokens = st.at("tgt_tokens").get<int64_t>();
-    s.elapsed_s = st.at("elapsed_s").get<double>();
-    if (st.contains("best") && st.at("best").is_object()) {
-      s.has_best = true;
-      s.best_value = st.at("best").at("value").get<double>();
-      s.best_step = st.at("best").at("step").get<int64_t>();
-    }
-    s.validations_without_improvement = st.value("validations_without_improvement", int64_t{0});
-  } catch (const json::exception& e) {
-    throw Error("corrupt " + state_path + ": " + e.what());
+  // The CUDA generators matter only where they run.
+  const std::string cuda_rng = ckpt_dir + "/rng_cuda.pt";
+  if (device.is_cuda() && file_exists(cuda_rng)) {
+    std::vector<torch::Tensor> states;
+    wrap_torch_io(cuda_rng, "load", [&] { torch::load(states, cuda_rng, torch::kCPU); });
+    set_cuda_generator_states(states);
   }
-  return s;
+  return st;
 }
 
-LoadedModel load_model(const std::string& checkpoint_or_run_dir) {
+LoadedModel load_model(const std::string& checkpoint_or_run_dir, const torch::Device& device) {
   LoadedModel out;
   out.dir = resolve_checkpoint(checkpoint_or_run_dir);
   read_checkpoint_state(out.dir);  // refuses other format versions and corrupt state
   out.config = read_checkpoint_config(out.dir);
-  out.vocabs = read_checkpoint_vocabs(out.dir, out.config.vocab.joint);
-  out.model = Transformer(out.config.model, out.vocabs.src.size(), out.vocabs.tgt.size());
+  out.vocabs = read_vocabs(out.dir, out.config.vocab.joint);
+  out.model = make_model(out.config.model, out.vocabs.src.size(), out.vocabs.tgt.size());
+  out.model->to(device);
   load_weights(out.model, out.dir + "/model.pt");
   out.model->eval();
   return out;
@@ -285,9 +260,7 @@ std::string average_checkpoints(const std::vector<std::string>& dirs, const std:
   torch::NoGradGuard no_grad;
   // Sums in double so the order of the checkpoints does not change the result.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> sums;  // (target, running sum)
-  auto targets = base.model->parameters();
-  for (const auto& b : base.model->buffers()) targets.push_back(b);
-  for (const auto& t : targets) sums.emplace_back(t, t.to(torch::kDouble));
+  for (const auto& t : base.model->saved_tensors()) sums.emplace_back(t, t.to(torch::kDouble));
   int64_t step = read_checkpoint_state(base.dir).value("step", int64_t{0});
   std::vector<std::string> used{base.dir};
   for (size_t i = 1; i < dirs.size(); ++i) {
@@ -297,18 +270,15 @@ std::string average_checkpoints(const std::vector<std::string>& dirs, const std:
     if (other.vocabs.src.bytes() != base.vocabs.src.bytes() ||
         other.vocabs.tgt.bytes() != base.vocabs.tgt.bytes())
       throw Error("average: " + other.dir + " has another vocabulary than " + base.dir);
-    auto others = other.model->parameters();
-    for (const auto& b : other.model->buffers()) others.push_back(b);
+    const auto others = other.model->saved_tensors();
     for (size_t k = 0; k < sums.size(); ++k) sums[k].second += others[k].to(torch::kDouble);
     step = std::max(step, read_checkpoint_state(other.dir).value("step", int64_t{0}));
     used.push_back(other.dir);
   }
   const double n = static_cast<double>(dirs.size());
   for (auto& [target, sum] : sums) target.copy_(sum / n);
-  TrainerState state;
-  state.step = step;
-  return save_model_checkpoint(output, base.config, base.vocabs, base.model, state,
-                               {{"averaged_from", used}});
+  return save_model_checkpoint(output, base.config, base.vocabs, base.model,
+                               {{"step", step}, {"averaged_from", used}});
 }
 
 }  // namespace nmt

@@ -10,10 +10,8 @@
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/decode_flags.h"
-#include "data/corpus.h"
-#include "decode/translate.h"
+#include "eval/evaluate.h"
 #include "eval/metrics.h"
-#include "train/loss.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -77,57 +75,55 @@ void add_eval_command(CLI::App& app) {
     const auto refs = read_lines(args->ref);
     nlohmann::json report;
     std::vector<std::string> hyps;
+    BleuResult bleu;
+    ChrfResult chrf;
     std::string loss_line;
     if (!args->checkpoint.empty()) {
       use_inference_threads(args->decode);
-      const auto src = read_lines(args->src);
+      auto src = read_lines(args->src);
       require_same_length("--src " + args->src, src, "--ref " + args->ref, refs);
       LoadedModel m = load_for_decoding(args->checkpoint, args->decode);
-      TranslateOptions options = decode_options(args->decode, m.config);
+      TranslateOptions options = decode_options(args->decode, m.config, m.model->device());
       options.search.nbest = 1;
       spdlog::info("translating {} lines with {} (beam {})", src.size(), m.dir,
                    options.search.beam_size);
-      const auto start = std::chrono::steady_clock::now();
-      TranslateStats stats;
-      hyps = translate_best(m, src, options, &stats);
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      // The reference loss covers the pairs both sides of which can be encoded.
+      const EvalSet set =
+          make_eval_set(std::move(src), refs, m.vocabs, m.model->max_positions());
+      const EvalResult r = evaluate(m.model, m.vocabs, set, options, options.batch_tokens);
+      hyps = r.hyps;
+      bleu = r.bleu;
+      chrf = r.chrf;
       if (!args->hyp_out.empty()) {
         std::string text;
         for (const auto& h : hyps) text += h + "\n";
         write_file_atomic(args->hyp_out, text);
       }
-      // Reference loss: teacher-forced, over the pairs both sides of which can be encoded.
-      CorpusStats cs;
-      const int64_t max_len = m.config.model.max_positions - 1;
-      const auto corpus = encode_corpus(src, refs, m.vocabs.src, m.vocabs.tgt, max_len, true, &cs);
-      const auto loss = corpus_loss(m.model, corpus, options.batch_tokens);
+      const auto& cs = set.stats;
+      report = EvalScores(r).to_json();
       report["checkpoint"] = m.dir;
       report["beam"] = options.search.beam_size;
       report["length_penalty"] = options.search.length_penalty;
-      report["loss"] = loss.nll_per_token;
-      report["ppl"] = loss.ppl;
-      report["loss_tokens"] = loss.tokens;
       report["loss_pairs"] = cs.kept;
-      report["translate_seconds"] = secs;
-      report["sent_per_s"] = static_cast<double>(src.size()) / std::max(secs, 1e-9);
-      report["tgt_tok_per_s"] = static_cast<double>(stats.output_tokens) / std::max(secs, 1e-9);
+      report["translate_seconds"] = r.translate_seconds;
+      const double secs = std::max(r.translate_seconds, 1e-9);
+      report["sent_per_s"] = static_cast<double>(set.src.size()) / secs;
+      report["tgt_tok_per_s"] = static_cast<double>(r.stats.output_tokens) / secs;
       char buf[256];
       std::snprintf(buf, sizeof buf,
                     "loss = %.4f ppl = %.2f (%lld reference tokens, %lld of %zu pairs)",
-                    loss.nll_per_token, loss.ppl, static_cast<long long>(loss.tokens),
-                    static_cast<long long>(cs.kept), src.size());
+                    r.loss.nll_per_token, r.loss.ppl, static_cast<long long>(r.loss.tokens),
+                    static_cast<long long>(cs.kept), set.src.size());
       loss_line = buf;
-      if (cs.kept < static_cast<int64_t>(src.size()))
+      if (cs.kept < static_cast<int64_t>(set.src.size()))
         spdlog::warn("reference loss skips {} pairs: {} empty, {} invalid UTF-8",
-                     src.size() - cs.kept, cs.empty, cs.invalid_utf8);
+                     set.src.size() - cs.kept, cs.empty, cs.invalid_utf8);
     } else {
       hyps = read_lines(args->hyp);
       require_same_length("--hyp " + args->hyp, hyps, "--ref " + args->ref, refs);
+      bleu = corpus_bleu(hyps, refs);
+      chrf = corpus_chrf(hyps, refs);
     }
-
-    const auto bleu = corpus_bleu(hyps, refs);
-    const auto chrf = corpus_chrf(hyps, refs);
     report["bleu"] = bleu.score;
     report["chrf"] = chrf.score;
     report["bleu_signature"] = bleu_signature();

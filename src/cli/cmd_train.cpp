@@ -19,6 +19,7 @@ void add_train_command(CLI::App& app) {
     bool reset_data = false;
     bool dump_config = false;
     bool print_reference = false;
+    std::string device;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("train", "Train a Transformer from a JSON config");
@@ -33,6 +34,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag(
       "--reset-data", args->reset_data,
       "With --resume: start a fresh pass over the data (allows changed data or batching)");
+  cmd->add_option("--device", args->device,
+                  "auto, cpu, cuda or cuda:N: overrides train.device (default: auto)");
   cmd->add_flag("--dump-config", args->dump_config, "Print the merged config and exit");
   cmd->add_flag("--print-config-reference", args->print_reference,
                 "Print every config key with its type, default and meaning (Markdown) and exit");
@@ -48,7 +51,9 @@ void add_train_command(CLI::App& app) {
         throw Error("train: --config is required (or --resume with --run-dir)");
       config_path = args->run_dir + "/config.json";
     }
-    const Config config = load_config_file(config_path, args->overrides);
+    auto overrides = args->overrides;
+    if (!args->device.empty()) overrides.push_back("train.device=" + args->device);
+    const Config config = load_config_file(config_path, overrides);
     if (args->dump_config) {
       std::cout << config_to_json(config) << std::endl;
       return;

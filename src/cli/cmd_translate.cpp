@@ -60,7 +60,7 @@ void add_translate_command(CLI::App& app) {
     use_inference_threads(args->decode);
     LoadedModel m = load_for_decoding(args->checkpoint, args->decode);
     spdlog::info("loaded {}", m.dir);
-    TranslateOptions options = decode_options(args->decode, m.config);
+    TranslateOptions options = decode_options(args->decode, m.config, m.model->device());
     const bool nbest_mode = args->nbest > 0;
     options.search.nbest = nbest_mode ? args->nbest : 1;
     if (options.search.nbest > options.search.beam_size)
@@ -92,7 +92,7 @@ void add_translate_command(CLI::App& app) {
     stream.nbest = nbest_mode;
     stream.scores = args->scores;
     stream.attention_dir = args->attention_out;
-    const TranslateStats total = translate_stream(m, in, out, options, stream);
+    const TranslateStats total = translate_stream(m.model, m.vocabs, in, out, options, stream);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (total.truncated > 0)

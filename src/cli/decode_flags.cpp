@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include "model/device.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -18,7 +19,11 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
   cmd->add_option("--threads", flags.threads, "CPU threads (0 = all cores)");
   cmd->add_option(
       "--quantize", flags.quantize,
-      "int8: dynamic int8 quantization of the output projection (faster, may cost BLEU)");
+      "int8: dynamic int8 quantization of the output projection (CPU; faster, may cost BLEU)");
+  cmd->add_option("--device", flags.device,
+                  "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N (default: auto)");
+  cmd->add_option("--precision", flags.precision,
+                  "fp32, or bf16 / fp16 (CUDA autocast: faster, may cost BLEU) (default: fp32)");
 }
 
 void check_decode_flags(const DecodeFlags& flags) {
@@ -26,6 +31,10 @@ void check_decode_flags(const DecodeFlags& flags) {
   if (flags.beam < 0) throw Error("--beam must be >= 1");
   if (!flags.quantize.empty() && flags.quantize != "int8")
     throw Error("--quantize must be int8, got \"" + flags.quantize + "\"");
+  if (!is_device_name(flags.device))
+    throw Error("--device: unknown device \"" + flags.device + "\" (auto, cpu, cuda or cuda:N)");
+  if (flags.quantize == "int8" && flags.device.rfind("cuda", 0) == 0)
+    throw Error("--quantize int8 runs on the CPU only: use --device cpu, or drop --quantize");
 }
 
 void use_inference_threads(const DecodeFlags& flags) {
@@ -34,18 +43,26 @@ void use_inference_threads(const DecodeFlags& flags) {
 }
 
 LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& flags) {
-  LoadedModel m = load_model(checkpoint);
-  if (flags.quantize == "int8") {
+  const bool int8 = flags.quantize == "int8";
+  const torch::Device device =
+      int8 && flags.device == "auto" ? torch::Device(torch::kCPU)
+                                     : resolve_device(flags.device, "--device");
+  parse_precision(flags.precision, device, "--precision");  // refuses bf16/fp16 off CUDA early
+  LoadedModel m = load_model(checkpoint, device);
+  spdlog::info("device {}, precision {}", describe_device(device), flags.precision);
+  if (int8) {
     m.model->quantize_int8();
     spdlog::info("output projection quantized to int8 (dynamic)");
   }
   return m;
 }
 
-TranslateOptions decode_options(const DecodeFlags& flags, const Config& config) {
+TranslateOptions decode_options(const DecodeFlags& flags, const Config& config,
+                                const torch::Device& device) {
   TranslateOptions options = translate_options(config, flags.beam);
   if (flags.batch_tokens > 0) options.batch_tokens = flags.batch_tokens;
   if (flags.length_penalty >= 0) options.search.length_penalty = flags.length_penalty;
+  options.precision = parse_precision(flags.precision, device, "--precision");
   return options;
 }
 

@@ -20,21 +20,25 @@ struct DecodeFlags {
   int64_t batch_tokens = 0;    // 0: decode.batch_tokens
   int threads = 0;             // 0: all cores
   std::string quantize;        // "" (float) or "int8": int8 output projection
+  std::string device = "auto";     // auto | cpu | cuda | cuda:N
+  std::string precision = "fp32";  // fp32 | bf16 | fp16 (CUDA autocast)
 };
 
-// Adds --beam, --length-penalty, --batch-tokens, --threads and --quantize.
+// Adds --beam, --length-penalty, --batch-tokens, --threads, --quantize, --device and --precision.
 void add_decode_flags(CLI::App* cmd, DecodeFlags& flags);
 
-// Throws on out-of-range values.
+// Throws on out-of-range values and combinations that cannot work (int8 on CUDA).
 void check_decode_flags(const DecodeFlags& flags);
 
 // Sets LibTorch's CPU threads for inference and keeps freed buffers in the heap.
 void use_inference_threads(const DecodeFlags& flags);
 
-// The checkpoint's model, quantized when the flags ask for it.
+// The checkpoint's model on the flags' device (int8 runs on the CPU: with `auto` it picks the
+// CPU), quantized when the flags ask for it. Logs the device.
 LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& flags);
 
-// The checkpoint config's decode options with the given flags applied.
-TranslateOptions decode_options(const DecodeFlags& flags, const Config& config);
+// The checkpoint config's decode options with the given flags applied, for a model on `device`.
+TranslateOptions decode_options(const DecodeFlags& flags, const Config& config,
+                                const torch::Device& device);
 
 }  // namespace nmt

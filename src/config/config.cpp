@@ -55,6 +55,14 @@ Check<std::string> one_of(std::vector<std::string> allowed) {
   };
 }
 
+// A device name as train.device and --device take it: auto | cpu | cuda | cuda:N.
+Check<std::string> device_name() {
+  return [](const std::string& v) -> std::optional<std::string> {
+    if (is_device_name(v)) return std::nullopt;
+    return "must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"" + clip(v) + "\"";
+  };
+}
+
 template <class T>
 Check<T> any() {
   return [](const T&) -> std::optional<std::string> { return std::nullopt; };
@@ -92,6 +100,7 @@ void visit(VocabConfig& c, V& v) {
 
 template <class V>
 void visit(ModelConfig& c, V& v) {
+  v("arch", c.arch, "model family: transformer", one_of({"transformer"}));
   v("d_model", c.d_model, "width of embeddings and hidden states", at_least(2));
   v("heads", c.heads, "attention heads; must divide d_model", at_least(1));
   v("encoder_layers", c.encoder_layers, "encoder layers", at_least(1));
@@ -118,6 +127,13 @@ void visit(TrainConfig& c, V& v) {
     at_least(0));
   v("seed", c.seed, "seed for initialisation, shuffling and dropout", at_least(0));
   v("threads", c.threads, "intra-op CPU threads (0 = all cores)", at_least(0));
+  v("device", c.device,
+    "auto (CUDA when available, else the CPU) | cpu | cuda | cuda:N (--device overrides it)",
+    device_name());
+  v("precision", c.precision,
+    "fp32 | bf16 | fp16: mixed precision by CUDA autocast, weights and Adam state stay fp32, the "
+    "loss in fp32; fp16 adds dynamic loss scaling",
+    one_of({"fp32", "bf16", "fp16"}));
   v("log_every", c.log_every, "steps between log lines and metrics.jsonl rows", at_least(1));
   v("save_every", c.save_every, "steps between checkpoints (a final one is always written)",
     at_least(1));
@@ -492,6 +508,12 @@ std::string config_reference_markdown() {
   Documenter d(os);
   visit(defaults, d);
   return os.str();
+}
+
+bool is_device_name(const std::string& name) {
+  if (name == "auto" || name == "cpu" || name == "cuda") return true;
+  if (name.rfind("cuda:", 0) != 0 || name.size() == 5 || name.size() > 8) return false;
+  return std::all_of(name.begin() + 5, name.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
 int effective_threads(const Config& config) {

@@ -28,6 +28,7 @@ struct VocabConfig {
 };
 
 struct ModelConfig {
+  std::string arch = "transformer";  // model family: transformer
   int64_t d_model = 512;           // width of embeddings and hidden states
   int64_t heads = 8;               // attention heads; must divide d_model
   int64_t encoder_layers = 6;      // encoder depth
@@ -46,6 +47,8 @@ struct TrainConfig {
   int64_t max_epochs = 0;            // stop after this many passes over the data (0 = no limit)
   int64_t seed = 1;                  // seed for initialisation, shuffling and dropout
   int64_t threads = 0;               // intra-op CPU threads (0 = all cores)
+  std::string device = "auto";       // auto (CUDA when available, else CPU) | cpu | cuda | cuda:N
+  std::string precision = "fp32";    // fp32 | bf16 | fp16 (CUDA autocast; weights stay fp32)
   int64_t log_every = 100;           // steps between log lines and metrics.jsonl rows
   int64_t save_every = 1000;         // steps between checkpoints (a final one is always written)
   int64_t keep_last = 5;             // checkpoints kept in DIR/checkpoints
@@ -101,6 +104,9 @@ bool same_model_config(const ModelConfig& a, const ModelConfig& b);
 
 // Markdown table of every key with its type, default and meaning (docs/config.md).
 std::string config_reference_markdown();
+
+// True for the device names train.device and --device take: auto, cpu, cuda, cuda:N.
+bool is_device_name(const std::string& name);
 
 // Effective thread count: train.threads, or all cores when it is 0.
 int effective_threads(const Config& config);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "util/util.h"
 
@@ -62,6 +63,27 @@ std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& src_l
 
   for (size_t k = batches.size(); k > 1; --k) std::swap(batches[k - 1], batches[rng.below(k)]);
   return batches;
+}
+
+BatchStream::BatchStream(std::vector<int64_t> src_lens, std::vector<int64_t> tgt_lens,
+                         int64_t batch_tokens, uint64_t seed)
+    : src_lens_(std::move(src_lens)),
+      tgt_lens_(std::move(tgt_lens)),
+      batch_tokens_(batch_tokens),
+      seed_(seed) {}
+
+void BatchStream::seek(int64_t epoch, int64_t batch_in_epoch) {
+  epoch_ = epoch;
+  plan_ = make_batches(src_lens_, tgt_lens_, batch_tokens_, epoch_seed(seed_, epoch_));
+  if (batch_in_epoch < 0 || batch_in_epoch > static_cast<int64_t>(plan_.size()))
+    throw Error("checkpoint data position " + std::to_string(batch_in_epoch) +
+                " is outside epoch " + std::to_string(epoch) + " (" + std::to_string(plan_.size()) +
+                " batches): was the training data changed?");
+  next_ = batch_in_epoch;
+}
+
+void BatchStream::roll_over() {
+  if (next_ >= static_cast<int64_t>(plan_.size())) seek(epoch_ + 1, 0);
 }
 
 }  // namespace nmt

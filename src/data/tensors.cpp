@@ -19,12 +19,12 @@ torch::Tensor key_padding_mask(const torch::Tensor& tokens, int64_t pad_id) {
   return tokens.eq(pad_id);
 }
 
-torch::Tensor causal_mask(int64_t length) {
-  return torch::ones({length, length}, torch::kBool).triu(1);
+torch::Tensor causal_mask(int64_t length, const torch::Device& device) {
+  return torch::ones({length, length}, torch::dtype(torch::kBool).device(device)).triu(1);
 }
 
-torch::Tensor mask_to_bias(const torch::Tensor& blocked) {
-  return torch::zeros(blocked.sizes(), torch::kFloat)
+torch::Tensor mask_to_bias(const torch::Tensor& blocked, torch::ScalarType dtype) {
+  return torch::zeros(blocked.sizes(), blocked.options().dtype(dtype))
       .masked_fill_(blocked, -std::numeric_limits<float>::infinity());
 }
 
@@ -34,6 +34,7 @@ TensorBatch make_tensor_batch(const Corpus& corpus, const std::vector<int64_t>& 
   tgt_in.reserve(rows.size());
   tgt_out.reserve(rows.size());
   TensorBatch b;
+  size_t width = 0;
   for (const int64_t r : rows) {
     const auto& x = corpus.src[r];
     const auto& y = corpus.tgt[r];
@@ -45,6 +46,7 @@ TensorBatch make_tensor_batch(const Corpus& corpus, const std::vector<int64_t>& 
     to.push_back(kEosId);
     b.src_tokens += static_cast<int64_t>(s.size());
     b.tgt_tokens += static_cast<int64_t>(to.size());
+    width = std::max(width, to.size());
     src.push_back(std::move(s));
     tgt_in.push_back(std::move(ti));
     tgt_out.push_back(std::move(to));
@@ -52,7 +54,25 @@ TensorBatch make_tensor_batch(const Corpus& corpus, const std::vector<int64_t>& 
   b.src = pad_sequences(src, kPadId);
   b.tgt_in = pad_sequences(tgt_in, kPadId);
   b.tgt_out = pad_sequences(tgt_out, kPadId);
+  b.tgt_positions = torch::empty({b.tgt_tokens}, torch::kLong);
+  auto* pos = b.tgt_positions.data_ptr<int64_t>();
+  for (size_t r = 0; r < tgt_out.size(); ++r)
+    for (size_t c = 0; c < tgt_out[r].size(); ++c)
+      *pos++ = static_cast<int64_t>(r * width + c);
   return b;
+}
+
+TensorBatch to_device(const TensorBatch& batch, const torch::Device& device) {
+  if (device.is_cpu()) return batch;
+  auto move = [&](const torch::Tensor& t) {
+    return t.pin_memory().to(device, /*non_blocking=*/true);
+  };
+  TensorBatch out = batch;
+  out.src = move(batch.src);
+  out.tgt_in = move(batch.tgt_in);
+  out.tgt_out = move(batch.tgt_out);
+  out.tgt_positions = move(batch.tgt_positions);
+  return out;
 }
 
 }  // namespace nmt

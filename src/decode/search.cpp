@@ -23,14 +23,14 @@ int64_t max_output_length(int64_t source_length, const SearchOptions& options, i
 namespace {
 
 // Per-sentence output limits. BOS takes one position, so outputs stop at max_positions - 1.
-std::vector<int64_t> output_limits(Transformer& model, const torch::Tensor& src,
+std::vector<int64_t> output_limits(Seq2Seq& model, const torch::Tensor& src,
                                    const SearchOptions& options) {
   // Source length without its EOS, as the a * len + b limit is usually stated.
-  const auto src_lens = (src.ne(kPadId).sum(1) - 1).contiguous();
+  const auto src_lens = (src.ne(kPadId).sum(1) - 1).to(torch::kCPU).contiguous();
   const auto* lens = src_lens.data_ptr<int64_t>();
   std::vector<int64_t> limits(static_cast<size_t>(src.size(0)));
   for (size_t i = 0; i < limits.size(); ++i)
-    limits[i] = max_output_length(lens[i], options, model->config().max_positions - 1);
+    limits[i] = max_output_length(lens[i], options, model->max_positions() - 1);
   return limits;
 }
 
@@ -54,13 +54,28 @@ bool can_improve(std::vector<Hypothesis>& finished, int64_t K, double best_live,
   return best_live / length_penalty(length, alpha) > finished[K - 1].score;
 }
 
-torch::Tensor long_tensor(const std::vector<int64_t>& values) {
-  return torch::tensor(values, torch::kLong);
+// Host vectors to the device: explicit copies, once per step.
+torch::Tensor long_tensor(const std::vector<int64_t>& values, const torch::Device& device) {
+  return torch::tensor(values, torch::kLong).to(device);
+}
+
+// Float scores and int64 ids of one step on the host, read there by accessors. Off the CPU they
+// travel as one double tensor (ids below 2^53 are exact): one device-to-host copy a step.
+std::pair<torch::Tensor, torch::Tensor> to_host(const torch::Tensor& scores,
+                                                const torch::Tensor& ids) {
+  if (scores.device().is_cpu()) return {scores.to(torch::kFloat), ids};
+  const auto both = torch::stack({scores.to(torch::kDouble), ids.to(torch::kDouble)}).cpu();
+  return {both[0].to(torch::kFloat), both[1].to(torch::kLong)};
+}
+
+// Log-probabilities [N, V] in float32 of the rows' next tokens.
+torch::Tensor next_log_probs(Seq2Seq& model, const torch::Tensor& input, DecoderState& state) {
+  return torch::log_softmax(model->project(model->decode_step(input, state)).to(torch::kFloat), -1);
 }
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> search(Transformer& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> search(Seq2Seq& model, const torch::Tensor& src,
                                             const SearchOptions& options) {
   if (options.beam_size < 1) throw Error("beam size must be >= 1");
   if (options.nbest < 1 || options.nbest > options.beam_size)
@@ -69,23 +84,24 @@ std::vector<std::vector<Hypothesis>> search(Transformer& model, const torch::Ten
                                 : beam_search(model, src, options);
 }
 
-std::vector<std::vector<Hypothesis>> greedy_search(Transformer& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> greedy_search(Seq2Seq& model, const torch::Tensor& src,
                                                    const SearchOptions& options) {
   torch::InferenceMode guard;
   const int64_t B = src.size(0);
   const auto limits = output_limits(model, src, options);
-  auto state = model->start_decoding(model->encode(src));
+  const torch::Device device = model->device();
+  auto state = model->start_decoding(model->encode(src.to(device)));
   std::vector<std::vector<int>> tokens(B);
   std::vector<double> log_probs(B, 0.0);
   std::vector<std::vector<Hypothesis>> out(B);
   std::vector<int64_t> rows(B);  // sentence of each active row
   std::iota(rows.begin(), rows.end(), 0);
-  auto input = torch::full({B}, kBosId, torch::kLong);
+  auto input = torch::full({B}, kBosId, torch::dtype(torch::kLong).device(device));
   while (!rows.empty()) {
-    const auto logp = torch::log_softmax(model->project(model->decode_step(input, state)), -1);
-    const auto [best, next] = logp.max(-1);
-    const auto best_a = best.accessor<float, 1>();
-    const auto next_a = next.accessor<int64_t, 1>();
+    const auto [best, next] = next_log_probs(model, input, *state).max(-1);
+    const auto [best_h, next_h] = to_host(best, next);
+    const auto best_a = best_h.accessor<float, 1>();
+    const auto next_a = next_h.accessor<int64_t, 1>();
     std::vector<int64_t> keep;
     for (size_t r = 0; r < rows.size(); ++r) {
       const int64_t s = rows[r];
@@ -105,8 +121,8 @@ std::vector<std::vector<Hypothesis>> greedy_search(Transformer& model, const tor
     }
     if (keep.empty()) break;
     // Finished sentences leave the batch.
-    const auto index = long_tensor(keep);
-    state.select(index);
+    const auto index = long_tensor(keep, device);
+    state->select(index);
     input = next.index_select(0, index);
     std::vector<int64_t> kept_rows;
     for (const int64_t r : keep) kept_rows.push_back(rows[r]);
@@ -115,22 +131,24 @@ std::vector<std::vector<Hypothesis>> greedy_search(Transformer& model, const tor
   return out;
 }
 
-std::vector<std::vector<Hypothesis>> beam_search(Transformer& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Tensor& src,
                                                  const SearchOptions& options) {
   torch::InferenceMode guard;
   const int64_t B = src.size(0), K = options.beam_size;
   const double alpha = options.length_penalty;
   const auto limits = output_limits(model, src, options);
+  const torch::Device device = model->device();
   // Source-side caches are computed and stored once per sentence; its K beams share them.
-  auto state = model->start_decoding(model->encode(src), K);
+  auto state = model->start_decoding(model->encode(src.to(device)), K);
 
   std::vector<int64_t> sentences(B);  // active sentences; sentence i owns rows [i*K, (i+1)*K)
   std::iota(sentences.begin(), sentences.end(), 0);
   std::vector<std::vector<int>> prefixes(B * K);
   // Only the first beam is live at the start, so the K beams do not repeat one hypothesis.
-  auto scores = torch::full({B, K}, -std::numeric_limits<float>::infinity());
+  auto scores = torch::full({B, K}, -std::numeric_limits<float>::infinity(),
+                            torch::dtype(torch::kFloat).device(device));
   scores.select(1, 0).zero_();
-  auto input = torch::full({B * K}, kBosId, torch::kLong);
+  auto input = torch::full({B * K}, kBosId, torch::dtype(torch::kLong).device(device));
   std::vector<std::vector<Hypothesis>> finished(B);
   int64_t length = 0;  // output tokens per live hypothesis after this step
 
@@ -140,13 +158,14 @@ std::vector<std::vector<Hypothesis>> beam_search(Transformer& model, const torch
   };
   while (!sentences.empty()) {
     const auto n = static_cast<int64_t>(sentences.size());
-    const auto logp = torch::log_softmax(model->project(model->decode_step(input, state)), -1);
+    const auto logp = next_log_probs(model, input, *state);
     const int64_t V = logp.size(1);
     const auto totals = (logp.view({n, K, V}) + scores.unsqueeze(2)).view({n, K * V});
     const int64_t width = std::min<int64_t>(2 * K, K * V);
     const auto [top_scores, top_ids] = totals.topk(width, 1);
-    const auto top_s = top_scores.accessor<float, 2>();
-    const auto top_i = top_ids.accessor<int64_t, 2>();
+    const auto [top_scores_h, top_ids_h] = to_host(top_scores, top_ids);
+    const auto top_s = top_scores_h.accessor<float, 2>();
+    const auto top_i = top_ids_h.accessor<int64_t, 2>();
     ++length;
 
     std::vector<int64_t> next_sentences, next_rows, next_tokens;
@@ -195,16 +214,16 @@ std::vector<std::vector<Hypothesis>> beam_search(Transformer& model, const torch
       }
     }
     if (next_sentences.empty()) break;
-    const auto index = long_tensor(next_rows);
+    const auto index = long_tensor(next_rows, device);
     // Rows only move inside their sentence's block unless a sentence left.
     if (left)
-      state.select(index);
+      state->select(index);
     else
-      state.reorder(index);
+      state->reorder(index);
     sentences = std::move(next_sentences);
     prefixes = std::move(next_prefixes);
-    input = long_tensor(next_tokens);
-    scores = torch::tensor(next_scores).view({static_cast<int64_t>(sentences.size()), K});
+    input = long_tensor(next_tokens, device);
+    scores = torch::tensor(next_scores).to(device).view({static_cast<int64_t>(sentences.size()), K});
   }
 
   for (auto& hyps : finished) {

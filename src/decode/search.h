@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "model/transformer.h"
+#include "model/seq2seq.h"
 
 namespace nmt {
 
@@ -30,13 +30,14 @@ double length_penalty(int64_t length, double alpha);
 // Output length limit of one sentence: floor(a * source_length + b), within [1, cap].
 int64_t max_output_length(int64_t source_length, const SearchOptions& options, int64_t cap);
 
-// src: [B, S] EOS-terminated rows, right-padded. Returns, per sentence, up to nbest hypotheses,
-// best score first. beam_size 1 runs greedy_search.
-std::vector<std::vector<Hypothesis>> search(Transformer& model, const torch::Tensor& src,
+// src: [B, S] EOS-terminated rows, right-padded, on any device (moved to the model's). Returns,
+// per sentence, up to nbest hypotheses, best score first. beam_size 1 runs greedy_search. Each
+// step copies its scores to the host once.
+std::vector<std::vector<Hypothesis>> search(Seq2Seq& model, const torch::Tensor& src,
                                             const SearchOptions& options);
 
 // Argmax at every step; sentences leave the batch when they emit EOS or reach their limit.
-std::vector<std::vector<Hypothesis>> greedy_search(Transformer& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> greedy_search(Seq2Seq& model, const torch::Tensor& src,
                                                    const SearchOptions& options);
 
 // Beam search batched over sentences and beams. A hypothesis that emits EOS (from the top
@@ -44,7 +45,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(Transformer& model, const tor
 // leaves the batch, when its beams reach the length limit, or when it has beam_size finished
 // hypotheses and its best live one, scored at its current length, no longer beats the
 // beam_size-th of them (exact for length_penalty 0, where scores only fall).
-std::vector<std::vector<Hypothesis>> beam_search(Transformer& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Tensor& src,
                                                  const SearchOptions& options);
 
 }  // namespace nmt

@@ -22,12 +22,12 @@ std::string one_line(std::string text) {
 
 // Cross-attention of each row's best hypothesis, by teacher forcing it through the decoder:
 // the same weights the search saw, in one batched pass.
-void attach_attention(LoadedModel& m, const torch::Tensor& src,
+void attach_attention(Seq2Seq& model, const Vocabs& vocabs, const torch::Tensor& src,
                       const std::vector<std::vector<int64_t>>& src_rows,
                       const std::vector<const Hypothesis*>& best, const TranslateOptions& o,
                       std::vector<Translation*>& results) {
   torch::InferenceMode guard;
-  const auto layers = m.config.model.decoder_layers;
+  const auto layers = model->attention_layers();
   const int64_t layer = o.attention_layer < 0 ? layers - 1 : o.attention_layer;
   std::vector<std::vector<int64_t>> tgt_in;
   for (const auto* h : best) {
@@ -37,20 +37,21 @@ void attach_attention(LoadedModel& m, const torch::Tensor& src,
     tgt_in.push_back(std::move(row));
   }
   std::vector<torch::Tensor> weights;
-  m.model->decode(pad_sequences(tgt_in, kPadId), m.model->encode(src), &weights);
+  const torch::Device device = model->device();
+  model->decode(pad_sequences(tgt_in, kPadId).to(device), model->encode(src.to(device)), &weights);
   auto w = weights[static_cast<size_t>(layer)];  // [B, heads, T, S]
   w = o.attention_head < 0 ? w.mean(1) : w.select(1, o.attention_head);
-  w = w.to(torch::kFloat).contiguous();
+  w = w.to(torch::kCPU, torch::kFloat).contiguous();
   const auto acc = w.accessor<float, 3>();
   for (size_t i = 0; i < best.size(); ++i) {
     AttentionMap map;
     map.layer = layer;
     map.head = o.attention_head;
-    map.num_heads = m.config.model.heads;
+    map.num_heads = model->attention_heads();
     for (const auto id : src_rows[i])
-      map.source.push_back(m.vocabs.src.piece(static_cast<int>(id)));
-    for (const int id : best[i]->tokens) map.target.push_back(m.vocabs.tgt.piece(id));
-    if (best[i]->ended) map.target.push_back(m.vocabs.tgt.piece(kEosId));
+      map.source.push_back(vocabs.src.piece(static_cast<int>(id)));
+    for (const int id : best[i]->tokens) map.target.push_back(vocabs.tgt.piece(id));
+    if (best[i]->ended) map.target.push_back(vocabs.tgt.piece(kEosId));
     for (size_t t = 0; t < map.target.size(); ++t) {
       std::vector<float> row;
       for (size_t s = 0; s < map.source.size(); ++s)
@@ -89,20 +90,21 @@ TranslateOptions translate_options(const Config& config, int64_t beam_size) {
   return o;
 }
 
-std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::string>& lines,
+std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
+                                         const std::vector<std::string>& lines,
                                          const TranslateOptions& options, TranslateStats* stats) {
-  const auto& mc = m.config.model;
-  if (options.attention_layer >= mc.decoder_layers)
+  if (options.attention_layer >= model->attention_layers())
     throw Error("attention layer " + std::to_string(options.attention_layer) +
-                " is out of range: the model has " + std::to_string(mc.decoder_layers) +
+                " is out of range: the model has " + std::to_string(model->attention_layers()) +
                 " decoder layers (0-based)");
-  if (options.attention_head >= mc.heads)
+  if (options.attention_head >= model->attention_heads())
     throw Error("attention head " + std::to_string(options.attention_head) +
-                " is out of range: the model has " + std::to_string(mc.heads) + " heads (0-based)");
+                " is out of range: the model has " + std::to_string(model->attention_heads()) +
+                " heads (0-based)");
   const auto nbest = static_cast<size_t>(options.search.nbest);
   TranslateStats s;
   s.lines = static_cast<int64_t>(lines.size());
-  const int64_t max_src = mc.max_positions - 1;  // room for EOS
+  const int64_t max_src = model->max_positions() - 1;  // room for EOS
   std::vector<std::vector<int64_t>> ids(lines.size());
   std::vector<size_t> todo;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -110,7 +112,7 @@ std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::
     const std::string clean = sanitize_utf8(lines[i], &replaced);
     s.replaced_bytes += replaced;
     if (trim(clean).empty()) continue;
-    auto pieces = m.vocabs.src.encode(clean);
+    auto pieces = vocabs.src.encode(clean);
     if (pieces.empty()) continue;
     if (static_cast<int64_t>(pieces.size()) > max_src) {
       pieces.resize(max_src);
@@ -128,6 +130,7 @@ std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::
     t.texts.assign(nbest, "");
     t.scores.assign(nbest, 0.0);
   }
+  const AutocastGuard autocast(model->device(), options.precision);
   // Beams multiply the rows a batch decodes, so the budget covers all of them.
   const int64_t budget = std::max<int64_t>(1, options.batch_tokens / options.search.beam_size);
   size_t start = 0;
@@ -140,7 +143,7 @@ std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::
     std::vector<std::vector<int64_t>> rows;
     for (size_t k = start; k < end; ++k) rows.push_back(ids[todo[k]]);
     const auto src = pad_sequences(rows, kPadId);
-    const auto hyps = search(m.model, src, options.search);
+    const auto hyps = search(model, src, options.search);
     std::vector<const Hypothesis*> best;
     std::vector<Translation*> results;
     static const Hypothesis kNone;
@@ -151,7 +154,7 @@ std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::
         // Searches return nbest hypotheses; repeat the last if a tiny vocabulary gave fewer.
         if (nb.empty()) break;
         const auto& h = nb[std::min(j, nb.size() - 1)];
-        t.texts[j] = one_line(m.vocabs.tgt.decode(h.tokens));
+        t.texts[j] = one_line(vocabs.tgt.decode(h.tokens));
         t.scores[j] = h.score;
       }
       const Hypothesis* top = nb.empty() ? &kNone : &nb.front();
@@ -159,30 +162,33 @@ std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::
       best.push_back(top);
       results.push_back(&t);
     }
-    if (options.attention) attach_attention(m, src, rows, best, options, results);
+    if (options.attention) attach_attention(model, vocabs, src, rows, best, options, results);
     start = end;
   }
   if (stats != nullptr) *stats = s;
   return out;
 }
 
-std::vector<std::string> translate_best(LoadedModel& m, const std::vector<std::string>& lines,
+std::vector<std::string> translate_best(Seq2Seq& model, const Vocabs& vocabs,
+                                        const std::vector<std::string>& lines,
                                         const TranslateOptions& options, TranslateStats* stats) {
   std::vector<std::string> out;
   out.reserve(lines.size());
-  for (auto& t : translate_lines(m, lines, options, stats)) out.push_back(std::move(t.texts[0]));
+  for (auto& t : translate_lines(model, vocabs, lines, options, stats))
+    out.push_back(std::move(t.texts[0]));
   return out;
 }
 
-TranslateStats translate_stream(LoadedModel& m, std::istream& in, std::ostream& out,
-                                const TranslateOptions& options, const StreamOptions& stream) {
+TranslateStats translate_stream(Seq2Seq& model, const Vocabs& vocabs, std::istream& in,
+                                std::ostream& out, const TranslateOptions& options,
+                                const StreamOptions& stream) {
   if (stream.chunk_lines < 1) throw Error("chunk_lines must be >= 1");
   TranslateStats total;
   std::vector<std::string> chunk;
   int64_t first_line = 0;  // 0-based index of the chunk's first line
   auto flush_chunk = [&] {
     TranslateStats s;
-    const auto results = translate_lines(m, chunk, options, &s);
+    const auto results = translate_lines(model, vocabs, chunk, options, &s);
     for (size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
       const int64_t index = first_line + static_cast<int64_t>(i);

@@ -7,15 +7,19 @@
 #include <string>
 #include <vector>
 
-#include "ckpt/checkpoint.h"
+#include "config/config.h"
 #include "decode/attention_plot.h"
 #include "decode/search.h"
+#include "model/device.h"
+#include "model/seq2seq.h"
+#include "text/vocabs.h"
 
 namespace nmt {
 
 struct TranslateOptions {
   int64_t batch_tokens = 4096;   // source-token budget of one batch
   SearchOptions search;          // beam size, length penalty, n-best, length limit
+  Precision precision = Precision::kFp32;  // bf16/fp16: CUDA autocast during search
   bool attention = false;        // fill Translation::attention for non-empty lines
   int64_t attention_layer = -1;  // decoder layer to show (-1: the last)
   int64_t attention_head = -1;   // head to show (-1: mean over heads)
@@ -34,14 +38,16 @@ struct TranslateStats {
   int64_t output_tokens = 0;   // best hypotheses' tokens, EOS included
 };
 
-// Translates lines in input order. Empty or whitespace-only lines give empty outputs; invalid
-// UTF-8 and NUL bytes become U+FFFD; over-long lines are truncated. The model must be in eval
-// mode.
-std::vector<Translation> translate_lines(LoadedModel& m, const std::vector<std::string>& lines,
+// Translates lines in input order with a model and its vocabularies. Empty or whitespace-only
+// lines give empty outputs; invalid UTF-8 and NUL bytes become U+FFFD; over-long lines are
+// truncated. The model must be in eval mode; it decodes on its own device.
+std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
+                                         const std::vector<std::string>& lines,
                                          const TranslateOptions& options, TranslateStats* stats);
 
 // Best hypotheses only: the common case (validation, eval).
-std::vector<std::string> translate_best(LoadedModel& m, const std::vector<std::string>& lines,
+std::vector<std::string> translate_best(Seq2Seq& model, const Vocabs& vocabs,
+                                        const std::vector<std::string>& lines,
                                         const TranslateOptions& options, TranslateStats* stats);
 
 // How translate_stream writes its results.
@@ -56,8 +62,17 @@ struct StreamOptions {
 // chunk at a time and writes exactly one line per input line (search.nbest with `nbest`) to
 // `out`, flushing after each chunk so output starts before the input ends. Throws Error when
 // `out` fails.
-TranslateStats translate_stream(LoadedModel& m, std::istream& in, std::ostream& out,
-                                const TranslateOptions& options, const StreamOptions& stream);
+TranslateStats translate_stream(Seq2Seq& model, const Vocabs& vocabs, std::istream& in,
+                                std::ostream& out, const TranslateOptions& options,
+                                const StreamOptions& stream);
+
+// The same for anything that holds a model and its vocabularies as `.model` and `.vocabs`, such
+// as a loaded checkpoint (ckpt's LoadedModel), without this layer depending on checkpoints.
+template <class Loaded>
+TranslateStats translate_stream(Loaded& loaded, std::istream& in, std::ostream& out,
+                                const TranslateOptions& options, const StreamOptions& stream) {
+  return translate_stream(loaded.model, loaded.vocabs, in, out, options, stream);
+}
 
 // Options from a config's decode section; beam_size overrides decode.beam_size when > 0.
 TranslateOptions translate_options(const Config& config, int64_t beam_size = 0);

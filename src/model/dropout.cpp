@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "model/compat.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -73,18 +74,26 @@ uint64_t key_from_ivalue(const c10::IValue& v) {
   return key;
 }
 
+float scale_of(double p) { return static_cast<float>(1.0 / (1.0 - p)); }
+
+// x * mask(key) by the fused kernel of x's device (model/kernels.cu on CUDA).
+torch::Tensor apply_mask(const torch::Tensor& x, double p, uint64_t key) {
+  if (x.is_cuda()) return compat::cuda_hashed_dropout(x, key, drop_threshold(p), scale_of(p), false);
+  return map_mask(x, p, key, times);
+}
+
 // Dropout that saves only its key: backward regenerates the mask.
 struct HashedDropout : torch::autograd::Function<HashedDropout> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                double p, int64_t key) {
     ctx->saved_data["p"] = p;
     ctx->saved_data["key"] = key;
-    return map_mask(x, p, key_from_ivalue(key), times);
+    return apply_mask(x, p, key_from_ivalue(key));
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     const uint64_t key = key_from_ivalue(ctx->saved_data["key"]);
-    return {map_mask(grad[0], ctx->saved_data["p"].toDouble(), key, times), torch::Tensor(),
+    return {apply_mask(grad[0], ctx->saved_data["p"].toDouble(), key), torch::Tensor(),
             torch::Tensor()};
   }
 };
@@ -93,11 +102,14 @@ struct HashedDropout : torch::autograd::Function<HashedDropout> {
 struct ReluDropout : torch::autograd::Function<ReluDropout> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& in,
                                double p, int64_t key) {
-    auto out = map_mask(in, p, key_from_ivalue(key), [](float x, float factor) {
-      const float v = x * factor;
-      return v > 0.0f ? v : 0.0f;
-    });
-    const auto scale = static_cast<float>(1.0 / (1.0 - p));
+    const auto scale = scale_of(p);
+    auto out = in.is_cuda()
+                   ? compat::cuda_hashed_dropout(in, key_from_ivalue(key), drop_threshold(p),
+                                                 scale, true)
+                   : map_mask(in, p, key_from_ivalue(key), [](float x, float factor) {
+                       const float v = x * factor;
+                       return v > 0.0f ? v : 0.0f;
+                     });
     ctx->saved_data["scale"] = static_cast<double>(scale);
     ctx->save_for_backward({out});
     return out;
@@ -105,6 +117,10 @@ struct ReluDropout : torch::autograd::Function<ReluDropout> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     const auto out = ctx->get_saved_variables()[0];
+    if (out.is_cuda())
+      return {compat::cuda_relu_dropout_backward(
+                  grad[0], out, static_cast<float>(ctx->saved_data["scale"].toDouble())),
+              torch::Tensor(), torch::Tensor()};
     const auto g = grad[0].contiguous();
     auto gx = torch::empty_like(g, at::MemoryFormat::Contiguous);
     const float* y = out.data_ptr<float>();
@@ -118,11 +134,44 @@ struct ReluDropout : torch::autograd::Function<ReluDropout> {
   }
 };
 
+// The fused kernels take float CPU tensors, and CUDA tensors of the dtypes nmt's CUDA kernels
+// have (when the build has them).
 bool fast_path(const torch::Tensor& x) {
+  if (x.is_cuda()) return compat::cuda_kernels_built() && compat::cuda_kernel_dtype(x.scalar_type());
   return x.device().is_cpu() && x.scalar_type() == torch::kFloat;
 }
 
+// A 64-bit constant as the int64 ATen computes with: the same bits, arithmetic modulo 2^64.
+int64_t as_int64(uint64_t v) {
+  int64_t i;
+  std::memcpy(&i, &v, sizeof i);
+  return i;
+}
+
+// z ^= z >> s with a logical shift: ATen's >> on int64 is arithmetic, so the copies of the sign
+// bit it shifts in are masked off.
+void xor_shift_right(torch::Tensor& z, int s) {
+  z.bitwise_xor_(z.bitwise_right_shift(s).bitwise_and_(as_int64((~uint64_t{0}) >> s)));
+}
+
 }  // namespace
+
+torch::Tensor dropout_keep(int64_t n, double p, uint64_t key, const torch::Device& device) {
+  const int64_t threshold = drop_threshold(p);
+  // splitmix64_mix(key + j * kGoldenGamma) for pair j, as masked_map computes it.
+  auto z = torch::arange((n + 1) / 2, torch::dtype(torch::kLong).device(device));
+  z.mul_(as_int64(kGoldenGamma)).add_(as_int64(key));
+  xor_shift_right(z, 30);
+  z.mul_(as_int64(0xBF58476D1CE4E5B9ULL));
+  xor_shift_right(z, 27);
+  z.mul_(as_int64(0x94D049BB133111EBULL));
+  xor_shift_right(z, 31);
+  // Element 2j is decided by the low 32 bits, element 2j + 1 by the high ones.
+  const int64_t low32 = 0xFFFFFFFFLL;
+  auto low = z.bitwise_and(low32).ge(threshold);
+  auto high = z.bitwise_right_shift(32).bitwise_and_(low32).ge_(threshold);
+  return torch::stack({low, high}, 1).view(-1).narrow(0, 0, n);
+}
 
 torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t key) {
   auto mask = torch::empty(sizes, torch::kFloat);
@@ -130,19 +179,40 @@ torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t key) {
   return mask;
 }
 
+torch::Tensor dropout_fused(const torch::Tensor& x, double p, uint64_t key) {
+  TORCH_CHECK(fast_path(x), "dropout_fused: no fused kernel for this tensor's device and dtype");
+  return HashedDropout::apply(x, p, key_to_ivalue(key));
+}
+
+torch::Tensor relu_dropout_fused(const torch::Tensor& x, double p, uint64_t key) {
+  TORCH_CHECK(fast_path(x), "relu_dropout_fused: no fused kernel for this tensor's device and dtype");
+  return ReluDropout::apply(x, p, key_to_ivalue(key));
+}
+
+torch::Tensor dropout_aten(const torch::Tensor& x, double p, uint64_t key) {
+  // (x * keep) * scale rounds once, as x * factor does in the fused kernel; autograd keeps the
+  // one-byte keep mask for backward. Low-precision inputs are scaled in float32 and rounded
+  // once, as LibTorch's own dropout does.
+  const auto keep = dropout_keep(x.numel(), p, key, x.device()).view(x.sizes());
+  const double scale = 1.0 / (1.0 - p);
+  if (x.element_size() >= 4) return x.mul(keep).mul(scale);
+  return x.to(torch::kFloat).mul(keep).mul(scale).to(x.scalar_type());
+}
+
+torch::Tensor relu_dropout_aten(const torch::Tensor& x, double p, uint64_t key) {
+  return dropout_aten(torch::relu(x), p, key);
+}
+
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p == 0.0) return x;
-  if (!x.device().is_cpu())
-    return torch::nn::functional::dropout(
-        x, torch::nn::functional::DropoutFuncOptions().p(p).training(true));
   const uint64_t key = next_key();
-  if (fast_path(x)) return HashedDropout::apply(x, p, key_to_ivalue(key));
-  return x * dropout_mask(x.sizes(), p, key).to(x.scalar_type());
+  return fast_path(x) ? dropout_fused(x, p, key) : dropout_aten(x, p, key);
 }
 
 torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training) {
-  if (!training || p == 0.0 || !fast_path(x)) return nmt::dropout(torch::relu(x), p, training);
-  return ReluDropout::apply(x, p, key_to_ivalue(next_key()));
+  if (!training || p == 0.0) return torch::relu(x);
+  const uint64_t key = next_key();
+  return fast_path(x) ? relu_dropout_fused(x, p, key) : relu_dropout_aten(x, p, key);
 }
 
 }  // namespace nmt

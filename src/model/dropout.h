@@ -8,6 +8,11 @@
 //
 // Because the mask is a function of the key, the backward pass recomputes it instead of keeping
 // a float mask per element alive between forward and backward (about 70 MB a 4k-token batch).
+//
+// CUDA builds have the same fused kernels for CUDA tensors (model/kernels.cu). Everywhere else
+// (other dtypes, a CUDA build without them) the same function comes from plain ATen ops: the
+// same hash, the same bits, so a model trains alike on any device. Tests compare the ATen path
+// with the CPU kernels where CI runs, and with the CUDA kernels on a GPU.
 #pragma once
 
 #include <torch/torch.h>
@@ -17,8 +22,9 @@
 namespace nmt {
 
 // x with each element zeroed with probability p and the rest scaled by 1 / (1 - p); x itself
-// when not training or p == 0. Gradients flow through the same mask. CPU tensors use the hashed
-// mask; others LibTorch's dropout.
+// when not training or p == 0. Gradients flow through the same mask. The key comes from
+// LibTorch's default CPU generator whatever the device. Float CPU tensors use the fused kernel,
+// others the ATen path.
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
 
 // dropout(relu(x), p, training), fused: one pass, and only the output is kept for backward (an
@@ -29,5 +35,17 @@ torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training);
 // The float mask dropout multiplies by: 0 or 1 / (1 - p), element i decided by hash(key, i).
 // 0 <= p < 1.
 torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t key);
+
+// The two implementations of dropout and relu_dropout with a given key, for tests: the fused
+// kernels (float CPU tensors; float, bfloat16 and float16 CUDA tensors in a build with CUDA
+// kernels) and the ATen path (any device and floating dtype).
+torch::Tensor dropout_fused(const torch::Tensor& x, double p, uint64_t key);
+torch::Tensor relu_dropout_fused(const torch::Tensor& x, double p, uint64_t key);
+torch::Tensor dropout_aten(const torch::Tensor& x, double p, uint64_t key);
+torch::Tensor relu_dropout_aten(const torch::Tensor& x, double p, uint64_t key);
+
+// The keep decisions of hash(key, i) for `n` elements as a bool tensor [n] on `device`, from ATen
+// ops (the fused kernels compute the same bits).
+torch::Tensor dropout_keep(int64_t n, double p, uint64_t key, const torch::Device& device);
 
 }  // namespace nmt

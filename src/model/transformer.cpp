@@ -174,7 +174,7 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
                   [&](const torch::Tensor& y) { return ffn_(y); });
 }
 
-torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, DecoderState& state, size_t i,
+torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, TransformerState& state, size_t i,
                                      torch::Tensor* cross_weights) {
   auto h =
       residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& y) {
@@ -189,7 +189,7 @@ torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, DecoderState& state
                   [&](const torch::Tensor& y) { return ffn_(y); });
 }
 
-void DecoderState::select(const torch::Tensor& index) {
+void TransformerState::select(const torch::Tensor& index) {
   reorder(index);
   // The source side keeps one row per group: the old group of each new group's first row.
   const auto sentences =
@@ -199,14 +199,14 @@ void DecoderState::select(const torch::Tensor& index) {
   memory_bias = memory_bias.index_select(0, sentences);
 }
 
-void DecoderState::reorder(const torch::Tensor& index) {
+void TransformerState::reorder(const torch::Tensor& index) {
   for (auto* caches : {&self_k, &self_v})
     for (auto& t : *caches)
       if (t.defined()) t = t.index_select(0, index);
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_t tgt_vocab)
-    : config_(c), scale_(std::sqrt(static_cast<double>(c.d_model))) {
+    : Seq2SeqImpl(c), scale_(std::sqrt(static_cast<double>(c.d_model))) {
   if (c.tie_embeddings == "all" && src_vocab != tgt_vocab)
     throw Error("tie_embeddings=all needs one vocabulary");
   auto make_embedding = [&](int64_t vocab) {
@@ -226,7 +226,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_
     src_pos_ = register_module("src_pos", make_embedding(c.max_positions));
     tgt_pos_ = register_module("tgt_pos", make_embedding(c.max_positions));
   } else {
-    sinusoids_ = sinusoidal_table(c.max_positions, c.d_model);
+    sinusoids_ = register_derived_buffer("sinusoids", sinusoidal_table(c.max_positions, c.d_model));
   }
   encoder_ = register_module("encoder", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_->push_back(EncoderLayer(c));
@@ -242,15 +242,15 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, torch::nn::Emb
                                      const torch::nn::Embedding& learned_positions,
                                      int64_t offset) {
   const int64_t T = tokens.size(1);
-  if (offset + T > config_.max_positions)
+  if (offset + T > max_positions())
     throw Error("sequence of " + std::to_string(offset + T) +
-                " tokens exceeds model.max_positions " + std::to_string(config_.max_positions));
+                " tokens exceeds model.max_positions " + std::to_string(max_positions()));
   auto x = table->forward(tokens) * scale_;
   if (learned_positions)
     x = x + learned_positions->weight.narrow(0, offset, T);
   else
-    x = x + sinusoids_.narrow(0, offset, T).to(x.device());
-  return nmt::dropout(x, config_.dropout, is_training());
+    x = x + sinusoids_.narrow(0, offset, T);
+  return nmt::dropout(x, config().dropout, is_training());
 }
 
 Encoded TransformerImpl::encode(const torch::Tensor& src) {
@@ -266,7 +266,7 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const Encoded
                                       std::vector<torch::Tensor>* cross_weights) {
   const int64_t T = tgt_in.size(1);
   // Right-padded targets: the causal mask alone keeps real positions off the padding.
-  auto self_bias = mask_to_bias(causal_mask(T));
+  auto self_bias = mask_to_bias(causal_mask(T, tgt_in.device()));
   auto x = embed(tgt_in, tgt_embed_, tgt_pos_);
   if (cross_weights != nullptr) cross_weights->assign(decoder_->size(), torch::Tensor());
   for (size_t i = 0; i < decoder_->size(); ++i)
@@ -276,24 +276,27 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const Encoded
   return decoder_norm_ ? decoder_norm_(x) : x;
 }
 
-DecoderState TransformerImpl::start_decoding(const Encoded& enc, int64_t group) {
+std::unique_ptr<DecoderState> TransformerImpl::start_decoding(const Encoded& enc, int64_t group) {
   if (group < 1) throw Error("start_decoding: group must be >= 1, got " + std::to_string(group));
-  DecoderState state;
-  state.group = group;
+  auto state = std::make_unique<TransformerState>();
+  state->group = group;
   const size_t layers = decoder_->size();
-  state.self_k.resize(layers);
-  state.self_v.resize(layers);
+  state->self_k.resize(layers);
+  state->self_v.resize(layers);
   for (size_t i = 0; i < layers; ++i) {
     auto [k, v] = decoder_[i]->as<DecoderLayer>()->memory_kv(enc.memory);
-    state.cross_k.push_back(k);
-    state.cross_v.push_back(v);
+    state->cross_k.push_back(k);
+    state->cross_v.push_back(v);
   }
-  state.memory_bias = enc.bias;
+  state->memory_bias = enc.bias;
   return state;
 }
 
-torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderState& state,
+torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderState& decoder_state,
                                            std::vector<torch::Tensor>* cross_weights) {
+  auto* cast = dynamic_cast<TransformerState*>(&decoder_state);
+  if (cast == nullptr) throw Error("decode_step: the state was not made by this Transformer");
+  TransformerState& state = *cast;
   auto x = embed(tokens.view({-1, 1}), tgt_embed_, tgt_pos_, state.length);
   if (cross_weights != nullptr) cross_weights->assign(decoder_->size(), torch::Tensor());
   for (size_t i = 0; i < decoder_->size(); ++i)
@@ -314,13 +317,12 @@ torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
 }
 
 void TransformerImpl::quantize_int8() {
+  if (!device().is_cpu())
+    throw Error("int8 quantization runs on the CPU only; the model is on " + device().str() +
+                " (use --device cpu, or drop --quantize)");
   eval();
   // The untied projection has no bias (xavier_linear(..., false) above).
   proj_int8_ = pack_int8(out_proj_ ? out_proj_->weight : tgt_embed_->weight, torch::Tensor());
-}
-
-torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
-  return project(decode(tgt_in, encode(src)));
 }
 
 }  // namespace nmt

@@ -1,12 +1,15 @@
-// The Transformer of "Attention Is All You Need" (encoder-decoder, cross-attention).
+// The Transformer of "Attention Is All You Need" (encoder-decoder, cross-attention), one
+// architecture behind the Seq2Seq interface (model/seq2seq.h).
 #pragma once
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "config/config.h"
+#include "model/seq2seq.h"
 
 namespace nmt {
 
@@ -72,22 +75,17 @@ class EncoderLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(EncoderLayer);
 
-// Incremental decoding state: per-layer attention keys/values for N hypotheses.
-// Rows come in groups: the `group` hypotheses of one source sentence (beam search) are
-// consecutive and share that sentence's source-side caches, which are stored once, not per row.
-struct DecoderState {
+// Incremental decoding state: per-layer attention keys/values for N hypotheses. The `group`
+// hypotheses of one source sentence (beam search) share that sentence's source-side caches,
+// stored once, not per row.
+struct TransformerState : DecoderState {
   std::vector<torch::Tensor> self_k, self_v;    // [N, heads, t, head_dim], grown by each step
   std::vector<torch::Tensor> cross_k, cross_v;  // [N / group, heads, S, head_dim], computed once
   torch::Tensor memory_bias;                    // [N / group, 1, 1, S] source key-padding bias
-  int64_t length = 0;                           // target positions fed so far
-  int64_t group = 1;                            // hypotheses (rows) per source sentence
 
-  // Keeps rows `index` (int64, may repeat) of every cache: finished rows leave, survivors move.
-  // With group > 1, index must keep whole groups, each drawn from one old group.
-  void select(const torch::Tensor& index);
-  // Beam reordering inside each sentence's block of rows: the source-side caches are identical
-  // within a block, so only the self-attention caches move.
-  void reorder(const torch::Tensor& index);
+  void select(const torch::Tensor& index) override;
+  // The source-side caches are identical within a group, so only the self-attention caches move.
+  void reorder(const torch::Tensor& index) override;
 };
 
 class DecoderLayerImpl : public torch::nn::Module {
@@ -98,7 +96,7 @@ class DecoderLayerImpl : public torch::nn::Module {
                         const torch::Tensor& memory, const torch::Tensor& memory_bias,
                         torch::Tensor* cross_weights = nullptr);
   // One position x [N, 1, d] using and extending layer `i` of the state.
-  torch::Tensor step(const torch::Tensor& x, DecoderState& state, size_t i,
+  torch::Tensor step(const torch::Tensor& x, TransformerState& state, size_t i,
                      torch::Tensor* cross_weights = nullptr);
   std::pair<torch::Tensor, torch::Tensor> memory_kv(const torch::Tensor& memory) {
     return cross_attn_->memory_kv(memory);
@@ -116,49 +114,39 @@ class DecoderLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DecoderLayer);
 
-struct Encoded {
-  torch::Tensor memory;  // [B, S, d]
-  torch::Tensor bias;    // [B, 1, 1, S] additive key-padding bias
-};
-
-class TransformerImpl : public torch::nn::Module {
+class TransformerImpl : public Seq2SeqImpl {
  public:
   TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_t tgt_vocab);
 
-  Encoded encode(const torch::Tensor& src);
-  // Decoder hidden states [B, T, d] for target inputs (BOS-prefixed), causally masked. When
-  // cross_weights is given it receives each layer's cross-attention [B, heads, T, S].
+  Encoded encode(const torch::Tensor& src) override;
+  // Causally masked; `attention` receives each decoder layer's cross-attention [B, heads, T, S].
   torch::Tensor decode(const torch::Tensor& tgt_in, const Encoded& enc,
-                       std::vector<torch::Tensor>* cross_weights = nullptr);
-
-  // Incremental decoding: start_decoding computes the source-side caches once; each
-  // decode_step feeds one token per row [N] and returns the final hidden states [N, d], equal
-  // to decode() at that position. cross_weights as in decode(), here [N, heads, 1, S].
-  // With group > 1 each source sentence is decoded as `group` consecutive rows (its beams).
-  DecoderState start_decoding(const Encoded& enc, int64_t group = 1);
+                       std::vector<torch::Tensor>* attention = nullptr) override;
+  // Computes every layer's cross-attention keys and values once, stored once per sentence.
+  std::unique_ptr<DecoderState> start_decoding(const Encoded& enc, int64_t group = 1) override;
+  // Needs a TransformerState from start_decoding.
   torch::Tensor decode_step(const torch::Tensor& tokens, DecoderState& state,
-                            std::vector<torch::Tensor>* cross_weights = nullptr);
-  // Vocabulary logits for hidden states of any leading shape.
-  torch::Tensor project(const torch::Tensor& hidden);
-  torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
+                            std::vector<torch::Tensor>* attention = nullptr) override;
+  torch::Tensor project(const torch::Tensor& states) override;
 
-  // Dynamic int8 quantization of the output projection, for inference: weights are quantized
-  // once here, activations per call. Puts the model in eval mode; training mode then refuses to
-  // run the projection. The d_model-wide layers stay
-  // float: with this LibTorch's oneDNN engine each call with a new activation scale compiles a
-  // kernel, which costs more than those small products (docs/performance.md).
-  void quantize_int8();
+  int64_t max_positions() const override { return config().max_positions; }
+  int64_t attention_layers() const override { return config().decoder_layers; }
+  int64_t attention_heads() const override { return config().heads; }
 
-  const ModelConfig& config() const { return config_; }
+  // Dynamic int8 quantization of the output projection, for inference on the CPU: weights are
+  // quantized once here, activations per call. Puts the model in eval mode; training mode then
+  // refuses to run the projection. The d_model-wide layers stay float: with this LibTorch's
+  // oneDNN engine each call with a new activation scale compiles a kernel, which costs more
+  // than those small products (docs/performance.md). Refuses a model on CUDA.
+  void quantize_int8() override;
 
  private:
   // Scaled embeddings plus positions offset, offset+1, ... for tokens [B, T].
   torch::Tensor embed(const torch::Tensor& tokens, torch::nn::Embedding& table,
                       const torch::nn::Embedding& learned_positions, int64_t offset = 0);
 
-  ModelConfig config_;
   double scale_;
-  torch::Tensor sinusoids_;  // not a parameter: rebuilt from the config
+  torch::Tensor sinusoids_;  // a derived buffer: rebuilt from the config, never saved
   torch::nn::Embedding src_embed_{nullptr}, tgt_embed_{nullptr};
   torch::nn::Embedding src_pos_{nullptr}, tgt_pos_{nullptr};
   torch::nn::Linear out_proj_{nullptr};

@@ -1,20 +1,15 @@
-// The training loop: data, model, Adam + Noam, checkpoints, validation, metrics.
+// The training loop: it puts the run set-up (train/setup.h), the model on its device, the step
+// (train/step.h), validation (train/validator.h), metrics (train/metrics_log.h) and checkpoints
+// together, and decides when to log, validate, save and stop.
 #pragma once
 
-#include <string>
-
 #include "config/config.h"
+#include "train/setup.h"
 
 namespace nmt {
 
-struct TrainOptions {
-  std::string run_dir;  // receives config.json, vocabularies, metrics.jsonl, train.log, checkpoints
-  bool resume = false;  // continue from the newest complete checkpoint in run_dir
-  bool reset_optimizer = false;  // resume with a fresh optimizer state (new optimizer settings)
-  bool reset_data = false;       // resume with a fresh data pass (new data or batching settings)
-};
-
-// Trains until train.max_steps or train.max_epochs. Throws Error on bad input.
+// Trains until train.max_steps or train.max_epochs, early stopping or a stop signal (saves,
+// then throws Interrupted). Throws Error on bad input.
 void train(const Config& config, const TrainOptions& options);
 
 }  // namespace nmt

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "model/transformer.h"
-#include "train/loss.h"
+#include "model/loss.h"
 #include "util/util.h"
 
 namespace {

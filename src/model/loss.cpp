@@ -1,13 +1,8 @@
-#include "train/loss.h"
+#include "model/loss.h"
 
 #include <torch/autograd.h>
 
-#include <cmath>
 #include <tuple>
-
-#include "data/batching.h"
-#include "data/tensors.h"
-#include "text/spm.h"
 
 namespace nmt {
 
@@ -15,7 +10,8 @@ namespace {
 
 // The smoothed loss and NLL sums of logits [N, V]; with `grad`, also d(loss)/d(logits), built in
 // the buffer that held the softmax. One [N, V] tensor is allocated either way: no log-probability
-// matrix, one-hot or smoothed target is materialised.
+// matrix, one-hot or smoothed target is materialised. Differentiable by autograd when `grad` is
+// null (the row maximum is only a shift, so it is detached).
 std::pair<torch::Tensor, torch::Tensor> smoothed_sums(const torch::Tensor& logits,
                                                       const torch::Tensor& target, double epsilon,
                                                       int64_t ignore_index, torch::Tensor* grad) {
@@ -23,7 +19,7 @@ std::pair<torch::Tensor, torch::Tensor> smoothed_sums(const torch::Tensor& logit
   const auto keep = target.ne(ignore_index);
   const auto keep_f = keep.to(logits.scalar_type());
   const auto gold = target.masked_fill(~keep, 0).unsqueeze(1);
-  const auto max = std::get<0>(logits.max(1, true));
+  const auto max = std::get<0>(logits.max(1, true)).detach();
   auto p = (logits - max).exp_();
   const auto sum = p.sum(1, true);
   const auto lse = (max + sum.log()).squeeze(1);
@@ -63,47 +59,37 @@ struct SmoothedCrossEntropy : torch::autograd::Function<SmoothedCrossEntropy> {
   }
 };
 
-}  // namespace
-
-LossSums label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target,
-                             double epsilon, int64_t ignore_index) {
+void check_shapes(const torch::Tensor& logits, const torch::Tensor& target) {
   TORCH_CHECK(logits.dim() == 2 && target.dim() == 1 && target.size(0) == logits.size(0),
               "label_smoothed_loss: logits [N, V] and target [N] expected, got ", logits.sizes(),
               " and ", target.sizes());
-  LossSums out;
-  if (torch::GradMode::is_enabled() && logits.requires_grad()) {
-    auto sums = SmoothedCrossEntropy::apply(logits, target, epsilon, ignore_index);
-    out.loss = sums[0];
-    out.nll = sums[1];
-  } else {
-    std::tie(out.loss, out.nll) = smoothed_sums(logits, target, epsilon, ignore_index, nullptr);
-  }
-  out.tokens = target.ne(ignore_index).sum().item<int64_t>();
-  return out;
 }
 
-CorpusLoss corpus_loss(Transformer& model, const Corpus& corpus, int64_t batch_tokens) {
-  const bool was_training = model->is_training();
-  model->eval();
-  torch::NoGradGuard no_grad;
-  const auto plan =
-      make_batches(sequence_lengths(corpus.src), sequence_lengths(corpus.tgt), batch_tokens, 0);
-  double nll = 0;
-  int64_t tokens = 0;
-  for (const auto& rows : plan) {
-    const auto b = make_tensor_batch(corpus, rows);
-    auto logits = model->forward(b.src, b.tgt_in);
-    auto sums =
-        label_smoothed_loss(logits.view({-1, logits.size(-1)}), b.tgt_out.view(-1), 0.0, kPadId);
-    nll += sums.nll.item<double>();
-    tokens += sums.tokens;
-  }
-  model->train(was_training);
-  CorpusLoss r;
-  r.tokens = tokens;
-  r.nll_per_token = tokens > 0 ? nll / static_cast<double>(tokens) : 0.0;
-  r.ppl = std::exp(r.nll_per_token);
-  return r;
+}  // namespace
+
+LossSums label_smoothed_loss_fused(const torch::Tensor& logits, const torch::Tensor& target,
+                                   double epsilon, int64_t ignore_index) {
+  check_shapes(logits, target);
+  TORCH_CHECK(logits.device().is_cpu() && logits.scalar_type() == torch::kFloat,
+              "label_smoothed_loss_fused: float CPU logits only");
+  auto sums = SmoothedCrossEntropy::apply(logits, target, epsilon, ignore_index);
+  return {sums[0], sums[1]};
+}
+
+LossSums label_smoothed_loss_aten(const torch::Tensor& logits, const torch::Tensor& target,
+                                  double epsilon, int64_t ignore_index) {
+  check_shapes(logits, target);
+  auto [loss, nll] =
+      smoothed_sums(logits.to(torch::kFloat), target, epsilon, ignore_index, nullptr);
+  return {loss, nll};
+}
+
+LossSums label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target,
+                             double epsilon, int64_t ignore_index) {
+  const bool fused = torch::GradMode::is_enabled() && logits.requires_grad() &&
+                     logits.device().is_cpu() && logits.scalar_type() == torch::kFloat;
+  return fused ? label_smoothed_loss_fused(logits, target, epsilon, ignore_index)
+               : label_smoothed_loss_aten(logits, target, epsilon, ignore_index);
 }
 
 }  // namespace nmt

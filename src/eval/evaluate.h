@@ -1,0 +1,73 @@
+// The one evaluation of a model on a parallel set, shared by `nmt eval` and by validation during
+// training: the teacher-forced loss of the references, the translations, BLEU and chrF.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "data/corpus.h"
+#include "decode/translate.h"
+#include "eval/metrics.h"
+#include "model/seq2seq.h"
+#include "text/vocabs.h"
+
+namespace nmt {
+
+// A source file and its references, as raw lines (translated and scored) and encoded pairs (for
+// the loss).
+struct EvalSet {
+  std::vector<std::string> src, ref;  // aligned lines
+  Corpus pairs;        // encodable pairs; those longer than the model takes are truncated
+  CorpusStats stats;   // what encoding kept and dropped (empty or invalid UTF-8 pairs)
+  bool empty() const { return src.empty(); }
+};
+
+// Encodes the pairs for a model taking max_positions positions. Throws Error when the line
+// counts differ: nothing is scored against the wrong line.
+EvalSet make_eval_set(std::vector<std::string> src, std::vector<std::string> ref,
+                      const Vocabs& vocabs, int64_t max_positions);
+
+struct CorpusLoss {
+  double nll_per_token = 0;  // mean negative log-likelihood per target token (EOS included)
+  double ppl = 0;            // exp(nll_per_token)
+  int64_t tokens = 0;        // target tokens scored
+};
+
+// Teacher-forced loss of a corpus on the model's device, batched by token budget. Switches the
+// model to eval mode and back to the mode it was in.
+CorpusLoss corpus_loss(Seq2Seq& model, const Corpus& corpus, int64_t batch_tokens);
+
+struct EvalResult {
+  CorpusLoss loss;
+  BleuResult bleu;
+  ChrfResult chrf;
+  std::vector<std::string> hyps;  // the translations, one per source line
+  TranslateStats stats;           // of the translation
+  double translate_seconds = 0;   // wall time of the translation
+};
+
+// Translates set.src with `options` and scores it against set.ref; the loss batches hold
+// loss_batch_tokens tokens. The model is put in eval mode and back.
+EvalResult evaluate(Seq2Seq& model, const Vocabs& vocabs, const EvalSet& set,
+                    const TranslateOptions& options, int64_t loss_batch_tokens);
+
+// An evaluation's numbers under the names every report uses: `nmt eval --json` and the
+// validation rows of metrics.jsonl (with the prefix "valid_").
+struct EvalScores {
+  double loss = 0;          // NLL per reference token
+  double ppl = 0;           // exp(loss)
+  int64_t loss_tokens = 0;  // reference tokens the loss covers
+  double bleu = 0;          // corpus BLEU
+  double chrf = 0;          // corpus chrF2
+
+  explicit EvalScores(const EvalResult& r);
+  EvalScores() = default;
+  // {"loss", "ppl", "loss_tokens", "bleu", "chrf"}, each name with `prefix`.
+  nlohmann::json to_json(const std::string& prefix = "") const;
+  // Throws nlohmann::json::exception when a field is missing or mistyped.
+  static EvalScores from_json(const nlohmann::json& j, const std::string& prefix = "");
+};
+
+}  // namespace nmt

@@ -1,0 +1,58 @@
+// Where and in what precision a model runs: device names from configs and flags, CUDA autocast
+// for mixed precision, and the CUDA random generators that checkpoints save.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace nmt {
+
+// "auto" (CUDA when this build and machine have a usable GPU, else the CPU), "cpu", "cuda" or
+// "cuda:N". Throws Error naming `what` (the key or flag) when the device is not there.
+torch::Device resolve_device(const std::string& name, const std::string& what);
+
+// "cpu", or "cuda:0 (NVIDIA H100 80GB HBM3, 79.2 GiB)".
+std::string describe_device(const torch::Device& device);
+
+// Waits until the device has run what was queued on it (for host-side timings).
+void synchronize(const torch::Device& device);
+
+// Gives cached CUDA memory back to the device, after an out-of-memory error. No-op on the CPU.
+void release_cached_memory(const torch::Device& device);
+
+// The default CUDA generator of every visible device, in device order; empty without CUDA.
+std::vector<torch::Tensor> cuda_generator_states();
+// Restores as many of them as there are devices now.
+void set_cuda_generator_states(const std::vector<torch::Tensor>& states);
+
+enum class Precision {
+  kFp32,  // everything in float32
+  kBf16,  // CUDA autocast to bfloat16
+  kFp16,  // CUDA autocast to float16 (training adds dynamic loss scaling)
+};
+
+// "fp32", "bf16" or "fp16"; throws Error naming `what` otherwise, or when the low precisions are
+// asked for off CUDA (autocast is used on CUDA only here).
+Precision parse_precision(const std::string& name, const torch::Device& device,
+                          const std::string& what);
+const char* precision_name(Precision precision);
+
+// Autocast to the precision's dtype on CUDA for the guard's lifetime; nothing for fp32.
+// Matrix products then run in the low precision, softmax, norms and losses in float32.
+class AutocastGuard {
+ public:
+  AutocastGuard(const torch::Device& device, Precision precision);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool active_ = false;
+  torch::DeviceType type_ = torch::kCPU;
+  bool previous_enabled_ = false;
+  torch::ScalarType previous_dtype_ = torch::kFloat;
+};
+
+}  // namespace nmt

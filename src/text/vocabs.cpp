@@ -1,0 +1,25 @@
+#include "text/vocabs.h"
+
+#include "util/util.h"
+
+namespace nmt {
+
+Vocabs read_vocabs(const std::string& dir, bool joint) {
+  if (joint) {
+    auto sp = SentencePiece::from_file(dir + "/spm.model");
+    return Vocabs{sp, sp, true};
+  }
+  return Vocabs{SentencePiece::from_file(dir + "/spm.src.model"),
+                SentencePiece::from_file(dir + "/spm.tgt.model"), false};
+}
+
+void write_vocabs(const std::string& dir, const Vocabs& vocabs) {
+  if (vocabs.joint) {
+    write_file_atomic(dir + "/spm.model", vocabs.src.bytes());
+  } else {
+    write_file_atomic(dir + "/spm.src.model", vocabs.src.bytes());
+    write_file_atomic(dir + "/spm.tgt.model", vocabs.tgt.bytes());
+  }
+}
+
+}  // namespace nmt

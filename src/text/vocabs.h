@@ -1,0 +1,21 @@
+// The vocabularies of a model: one joint SentencePiece model, or one per side.
+#pragma once
+
+#include <string>
+
+#include "text/spm.h"
+
+namespace nmt {
+
+struct Vocabs {
+  SentencePiece src;  // source pieces
+  SentencePiece tgt;  // target pieces (the same model as src when joint)
+  bool joint = true;  // one model for both sides
+};
+
+// DIR/spm.model when joint, else DIR/spm.src.model and DIR/spm.tgt.model.
+Vocabs read_vocabs(const std::string& dir, bool joint);
+// Writes them under those names, atomically.
+void write_vocabs(const std::string& dir, const Vocabs& vocabs);
+
+}  // namespace nmt

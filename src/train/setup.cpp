@@ -1,0 +1,134 @@
+#include "train/setup.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "ckpt/checkpoint.h"
+#include "util/util.h"
+
+namespace nmt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Trains a vocabulary from the valid lines of the given files into PREFIX.model.
+SentencePiece train_vocab(const Config& c, const std::vector<std::string>& files,
+                          const std::string& prefix) {
+  const std::string text = prefix + ".train.txt";
+  const int64_t lines = write_clean_lines(files, text);
+  spdlog::info("training SentencePiece {} vocabulary of {} on {} lines -> {}.model",
+               c.vocab.model_type, c.vocab.size, lines, prefix);
+  SpmTrainOptions o;
+  o.inputs = {text};
+  o.model_prefix = prefix;
+  o.vocab_size = c.vocab.size;
+  o.model_type = c.vocab.model_type;
+  o.character_coverage = c.vocab.character_coverage;
+  o.input_sentence_size = c.vocab.input_sentence_size;
+  o.threads = effective_threads(c);
+  const std::string model_path = SentencePiece::train(o);
+  fs::remove(text);
+  return SentencePiece::from_file(model_path);
+}
+
+Vocabs prepare_vocabs(const Config& c, const std::string& run_dir) {
+  if (c.vocab.joint) {
+    auto sp = c.vocab.model.empty()
+                  ? train_vocab(c, {c.data.train_src, c.data.train_tgt}, run_dir + "/spm")
+                  : SentencePiece::from_file(c.vocab.model);
+    return Vocabs{sp, sp, true};
+  }
+  auto src = c.vocab.src_model.empty() ? train_vocab(c, {c.data.train_src}, run_dir + "/spm.src")
+                                       : SentencePiece::from_file(c.vocab.src_model);
+  auto tgt = c.vocab.tgt_model.empty() ? train_vocab(c, {c.data.train_tgt}, run_dir + "/spm.tgt")
+                                       : SentencePiece::from_file(c.vocab.tgt_model);
+  return Vocabs{src, tgt, false};
+}
+
+// Refuses to resume when the model or vocabulary changed under the run directory, and when a
+// change would make the continuation differ from an uninterrupted run unless the user asked for
+// a reset of the part it touches.
+void check_resume_compatible(const Config& now, const Config& saved, const TrainOptions& o) {
+  if (!same_model_config(now.model, saved.model))
+    throw Error("--resume: the model section differs from the checkpoint's; use a new --run-dir");
+  if (now.vocab.joint != saved.vocab.joint)
+    throw Error("--resume: vocab.joint differs from the checkpoint's; use a new --run-dir");
+  struct Field {
+    const char* key;
+    std::string before, after;
+    bool data;  // true: the data position depends on it; false: the optimizer state does
+  };
+  auto str = [](const auto& v) { return nlohmann::json(v).dump(); };
+  const auto &a = saved.train, &b = now.train;
+  const std::vector<Field> fields = {
+      {"data.train_src", str(saved.data.train_src), str(now.data.train_src), true},
+      {"data.train_tgt", str(saved.data.train_tgt), str(now.data.train_tgt), true},
+      {"data.max_len", str(saved.data.max_len), str(now.data.max_len), true},
+      {"train.batch_tokens", str(a.batch_tokens), str(b.batch_tokens), true},
+      {"train.accum_steps", str(a.accum_steps), str(b.accum_steps), true},
+      {"train.seed", str(a.seed), str(b.seed), true},
+      {"train.adam_beta1", str(a.adam_beta1), str(b.adam_beta1), false},
+      {"train.adam_beta2", str(a.adam_beta2), str(b.adam_beta2), false},
+      {"train.adam_eps", str(a.adam_eps), str(b.adam_eps), false},
+      {"train.warmup_steps", str(a.warmup_steps), str(b.warmup_steps), false},
+      {"train.lr_factor", str(a.lr_factor), str(b.lr_factor), false},
+  };
+  for (const auto& f : fields) {
+    if (f.before == f.after || (f.data ? o.reset_data : o.reset_optimizer)) continue;
+    throw Error(std::string("--resume: ") + f.key + " changed from " + f.before + " to " + f.after +
+                ", so training cannot continue exactly as it would have; pass " +
+                (f.data ? "--reset-data to start a fresh pass over the data"
+                        : "--reset-optimizer to start with a fresh optimizer state") +
+                ", restore the setting, or use a new --run-dir");
+  }
+}
+
+void log_corpus(const char* name, const CorpusStats& s) {
+  spdlog::info(
+      "{} data: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8", name,
+      s.total, s.kept, s.empty, s.too_long, s.invalid_utf8);
+}
+
+}  // namespace
+
+RunSetup prepare_run(const Config& config, const TrainOptions& options) {
+  const std::string& run_dir = options.run_dir;
+  RunSetup run;
+  if (options.resume) {
+    if (const int n = remove_partial_checkpoints(run_dir); n > 0)
+      spdlog::warn("removed {} incomplete checkpoint director{} left by an interrupted save", n,
+                   n == 1 ? "y" : "ies");
+    const auto all = list_checkpoints(run_dir);
+    if (all.empty()) throw Error("--resume: no complete checkpoint in " + run_dir + "/checkpoints");
+    run.resume_from = all.back();
+    check_resume_compatible(config, read_checkpoint_config(*run.resume_from), options);
+  } else if (!list_checkpoints(run_dir).empty()) {
+    throw Error(run_dir +
+                " already holds checkpoints: pass --resume to continue, or use a new --run-dir");
+  }
+
+  run.vocabs = run.resume_from ? read_vocabs(*run.resume_from, config.vocab.joint)
+                               : prepare_vocabs(config, run_dir);
+  if (is_main_process()) {
+    write_file_atomic(run_dir + "/config.json", config_to_json(config) + "\n");
+    write_vocabs(run_dir, run.vocabs);
+  }
+
+  CorpusStats stats;
+  run.corpus = load_corpus(config.data.train_src, config.data.train_tgt, run.vocabs.src,
+                           run.vocabs.tgt, config.data.max_len, &stats);
+  log_corpus("training", stats);
+  if (run.corpus.size() == 0)
+    throw Error("no training pairs left after filtering " + config.data.train_src);
+  if (!config.data.valid_src.empty()) {
+    // Read once: the raw lines are translated for BLEU, their encoding gives the loss.
+    run.valid = make_eval_set(read_lines(config.data.valid_src), read_lines(config.data.valid_tgt),
+                              run.vocabs, config.model.max_positions);
+    log_corpus("validation", run.valid.stats);
+  }
+  return run;
+}
+
+}  // namespace nmt

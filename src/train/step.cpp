@@ -1,0 +1,184 @@
+#include "train/step.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "model/loss.h"
+#include "text/spm.h"
+
+namespace nmt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Clips the gradients to max_norm as torch::nn::utils::clip_grad_norm_ (LibTorch 1.13) does,
+// without reading anything back: returns the global norm before clipping, [1]. With max_norm 0
+// nothing is clipped and the per-parameter squared sums come back instead, [P], for the host to
+// add up in order.
+torch::Tensor clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad().data());
+  if (grads.empty()) return torch::zeros({1});
+  std::vector<torch::Tensor> parts;
+  parts.reserve(grads.size());
+  if (max_norm <= 0) {
+    for (const auto& g : grads) parts.push_back(g.pow(2).sum());
+    return torch::stack(parts);
+  }
+  for (const auto& g : grads) parts.push_back(g.norm(2.0));
+  const auto total = parts.size() == 1 ? parts[0] : torch::stack(parts).norm(2.0);
+  const auto coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
+  for (auto& g : grads) g.mul_(coef);
+  return total.view({1});
+}
+
+bool is_out_of_memory(const c10::Error& e) {
+  return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr ||
+         std::string(e.what()).find("out of memory") != std::string::npos;
+}
+
+}  // namespace
+
+void LossScaler::update(bool overflow) {
+  if (overflow) {
+    scale_ /= 2;
+    good_steps_ = 0;
+  } else if (++good_steps_ >= kGrowthInterval) {
+    scale_ *= 2;
+    good_steps_ = 0;
+  }
+}
+
+PhaseTimes& PhaseTimes::operator+=(const PhaseTimes& o) {
+  data += o.data;
+  forward += o.forward;
+  backward += o.backward;
+  update += o.update;
+  return *this;
+}
+
+TrainStep::TrainStep(Seq2Seq model, torch::optim::Optimizer& optimizer, const TrainConfig& config,
+                     Precision precision, GradientSync* sync)
+    : model_(std::move(model)),
+      optimizer_(optimizer),
+      config_(config),
+      precision_(precision),
+      device_(model_->device()),
+      sync_(sync != nullptr ? sync : &default_sync_),
+      params_(model_->parameters()) {}
+
+StepResult TrainStep::run(const std::vector<TensorBatch>& batches, double lr,
+                          const StepFaults& faults) {
+  StepResult r;
+  for (const auto& b : batches) r.tgt_tokens += b.tgt_tokens;
+  // The loss is a sum over tokens; dividing it by the step's tokens (over all processes) makes
+  // the update the gradient of the mean, whatever the accumulation or the number of processes.
+  const auto normaliser = static_cast<double>(sync_->global_tokens(r.tgt_tokens));
+  const bool fp16 = precision_ == Precision::kFp16;
+  const double loss_scale = fp16 ? scaler_.scale() : 1.0;
+  for (auto& group : optimizer_.param_groups()) group.options().set_lr(lr);
+  optimizer_.zero_grad();
+
+  std::vector<torch::Tensor> losses, nlls;
+  try {
+    for (size_t i = 0; i < batches.size(); ++i) {
+      auto t0 = Clock::now();
+      const auto b = to_device(batches[i], device_);
+      r.times.data += since(t0);
+      t0 = Clock::now();
+      LossSums sums;
+      {
+        const AutocastGuard autocast(device_, precision_);
+        TORCH_CHECK_WITH(OutOfMemoryError, !faults.out_of_memory,
+                         "out of memory (simulated by NMT_DEBUG_OOM_STEPS)");
+        const auto states = model_->decode(b.tgt_in, model_->encode(b.src));
+        // Only real target positions are projected: padding never reaches the vocabulary
+        // product. The logits die with this statement; the loss keeps only what backward needs.
+        sums = label_smoothed_loss(
+            model_->project(states.reshape({-1, states.size(-1)}).index_select(0, b.tgt_positions)),
+            b.tgt_out.view(-1).index_select(0, b.tgt_positions), config_.label_smoothing, kPadId);
+      }
+      if (faults.nan_loss) sums.loss = sums.loss * std::numeric_limits<double>::quiet_NaN();
+      r.times.forward += since(t0);
+      t0 = Clock::now();
+      if (i + 1 == batches.size()) sync_->before_last_backward();
+      if (fp16)
+        (sums.loss * (loss_scale / normaliser)).backward();
+      else
+        (sums.loss / normaliser).backward();
+      r.times.backward += since(t0);
+      losses.push_back(sums.loss.detach());
+      nlls.push_back(sums.nll.detach());
+    }
+  } catch (const c10::Error& e) {
+    if (!is_out_of_memory(e)) throw;
+    // The failed pass's tensors are gone with the stack; drop the partial gradients and give
+    // the cached blocks back so that the next batch starts from a clean allocator.
+    losses.clear();
+    nlls.clear();
+    optimizer_.zero_grad();
+    release_cached_memory(device_);
+    r.status = StepResult::Status::kOutOfMemory;
+    const std::string what = e.what_without_backtrace();
+    r.error = what.substr(0, what.find('\n'));
+    ++out_of_memory_in_a_row_;
+    return r;
+  }
+  out_of_memory_in_a_row_ = 0;
+
+  auto t0 = Clock::now();
+  sync_->gradients_ready(params_);
+  if (fp16) {
+    torch::NoGradGuard no_grad;
+    for (const auto& p : params_)
+      if (p.grad().defined()) p.grad().mul_(1.0 / loss_scale);
+  }
+  const auto norm_parts = clip_gradients(params_, config_.clip_norm);
+  // The step's one device-to-host copy: losses, NLLs and the gradient norm (or its parts).
+  const auto host =
+      torch::cat({torch::stack(losses), torch::stack(nlls), norm_parts}).to(torch::kCPU).to(
+          torch::kDouble);
+  const double* v = host.data_ptr<double>();
+  const size_t m = losses.size();
+  for (size_t i = 0; i < m; ++i) {
+    r.loss += v[i];
+    r.nll += v[m + i];
+  }
+  if (config_.clip_norm > 0) {
+    r.grad_norm = v[2 * m];
+  } else {
+    double sq = 0;
+    for (int64_t i = static_cast<int64_t>(2 * m); i < host.numel(); ++i) sq += v[i];
+    r.grad_norm = std::sqrt(sq);
+  }
+
+  const bool loss_ok = std::isfinite(r.loss);
+  const bool grads_ok = std::isfinite(r.grad_norm);
+  if (!sync_->all(loss_ok && grads_ok)) {
+    // A diverged step must not reach the weights or Adam's moments.
+    optimizer_.zero_grad();
+    r.times.update += since(t0);
+    if (fp16 && sync_->all(loss_ok)) {
+      scaler_.update(true);
+      r.status = StepResult::Status::kOverflow;
+      return r;
+    }
+    ++non_finite_in_a_row_;
+    r.status = StepResult::Status::kNonFinite;
+    return r;
+  }
+  non_finite_in_a_row_ = 0;
+  optimizer_.step();
+  if (fp16) scaler_.update(false);
+  r.times.update += since(t0);
+  return r;
+}
+
+}  // namespace nmt

@@ -1,0 +1,61 @@
+#include "train/validator.h"
+
+#include <spdlog/spdlog.h>
+
+#include "ckpt/checkpoint.h"
+#include "util/log.h"
+
+namespace nmt {
+
+Validator::Validator(const Config& config, const Vocabs& vocabs, EvalSet valid,
+                     std::string run_dir)
+    : config_(config), vocabs_(vocabs), valid_(std::move(valid)), run_dir_(std::move(run_dir)) {}
+
+bool Validator::validate(Seq2Seq& model, TrainerState& state, MetricsFile* metrics) {
+  if (valid_.empty()) return true;
+  const auto& tc = config_.train;
+  TranslateOptions options = translate_options(config_, tc.valid_beam);
+  // Decoded as trained: a run in bf16 or fp16 is validated in that precision.
+  options.precision = parse_precision(tc.precision, model->device(), "train.precision");
+  const auto r = evaluate(model, vocabs_, valid_, options, tc.batch_tokens);
+  clear_progress();
+  const double value = tc.best_metric == "bleu"   ? r.bleu.score
+                       : tc.best_metric == "chrf" ? r.chrf.score
+                                                  : r.loss.nll_per_token;
+  const bool higher_is_better = tc.best_metric != "loss";
+  const bool improved =
+      !state.has_best || (higher_is_better ? value > state.best_value : value < state.best_value);
+  spdlog::info(
+      "validation at step {}: nll {:.4f}, ppl {:.2f}, BLEU {:.2f}, chrF2 {:.2f} "
+      "({} tokens, beam {}){}",
+      state.step, r.loss.nll_per_token, r.loss.ppl, r.bleu.score, r.chrf.score, r.loss.tokens,
+      tc.valid_beam, improved ? " *best*" : "");
+  if (metrics != nullptr) {
+    metrics->write(to_json(ValidRow{state.step, EvalScores(r), improved}));
+  }
+  if (improved) {
+    state.has_best = true;
+    state.best_value = value;
+    state.best_step = state.step;
+    state.validations_without_improvement = 0;
+    auto st = state.to_json();
+    st["best_metric"] = tc.best_metric;
+    st["best_value"] = value;
+    const auto path =
+        save_model_checkpoint(best_checkpoint_dir(run_dir_), config_, vocabs_, model, st);
+    if (!path.empty())
+      spdlog::info("saved best checkpoint {} ({} {:.4f})", path, tc.best_metric, value);
+    return true;
+  }
+  ++state.validations_without_improvement;
+  if (tc.patience > 0 && state.validations_without_improvement >= tc.patience) {
+    spdlog::info(
+        "early stopping: valid {} has not improved in {} validations; best {:.4f} at step {}",
+        tc.best_metric, state.validations_without_improvement, state.best_value,
+        state.best_step);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace nmt

@@ -1,0 +1,34 @@
+// Validation during training: the evaluation `nmt eval` runs (eval/evaluate.h) on the validation
+// set, its row in metrics.jsonl, the best checkpoint, and patience for early stopping.
+#pragma once
+
+#include <string>
+
+#include "config/config.h"
+#include "eval/evaluate.h"
+#include "model/seq2seq.h"
+#include "text/vocabs.h"
+#include "train/metrics_log.h"
+#include "train/state.h"
+
+namespace nmt {
+
+class Validator {
+ public:
+  // `valid` may be empty: validation then does nothing.
+  Validator(const Config& config, const Vocabs& vocabs, EvalSet valid, std::string run_dir);
+
+  // Evaluates the model at state.step, logs and writes the row (to `metrics` when given), and
+  // saves DIR/checkpoints/best when train.best_metric improved. Updates the best value and the
+  // validations without improvement in `state`. Returns false when early stopping says
+  // training should end.
+  bool validate(Seq2Seq& model, TrainerState& state, MetricsFile* metrics);
+
+ private:
+  const Config& config_;
+  const Vocabs& vocabs_;
+  EvalSet valid_;
+  std::string run_dir_;
+};
+
+}  // namespace nmt

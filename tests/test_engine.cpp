@@ -1,0 +1,447 @@
+// The training engine's parts, on the CPU: the generic (ATen) paths that CUDA runs against the
+// fused CPU kernels, devices and precision, the model interface's serialisation, the step,
+// the loss scaler, metrics rows and the trainer state.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "data/tensors.h"
+#include "corpus_helpers.h"
+#include "helpers.h"
+#include "model/device.h"
+#include "model/dropout.h"
+#include "model/loss.h"
+#include "model/seq2seq.h"
+#include "text/spm.h"
+#include "train/metrics_log.h"
+#include "train/state.h"
+#include "train/step.h"
+#include "util/util.h"
+
+using namespace nmt;
+using nlohmann::json;
+
+namespace {
+ModelConfig tiny_model() {
+  ModelConfig c;
+  c.d_model = 16;
+  c.heads = 2;
+  c.encoder_layers = 1;
+  c.decoder_layers = 1;
+  c.d_ff = 32;
+  c.dropout = 0.2;
+  c.attention_dropout = 0.1;
+  c.max_positions = 64;
+  c.tie_embeddings = "all";
+  return c;
+}
+
+Corpus copy_corpus(int64_t pairs, int64_t vocab, uint64_t seed) {
+  return nmt_test::copy_corpus(pairs, vocab, seed, 3, 7);
+}
+}  // namespace
+
+// The ATen path computes the fused kernels' function: the same mask bits, so the same values
+// and gradients, for dropout and ReLU + dropout, at odd sizes and both hash halves.
+TEST(GenericPath, DropoutEqualsTheFusedKernel) {
+  for (const double p : {0.1, 0.3, 0.5}) {
+    for (const int64_t cols : {1, 7, 129}) {
+      SCOPED_TRACE("p " + std::to_string(p) + " cols " + std::to_string(cols));
+      torch::manual_seed(static_cast<uint64_t>(cols));
+      const auto base = torch::randn({33, cols});
+      const auto g = torch::randn({33, cols});
+      const uint64_t key = 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(cols + 1);
+      auto a = base.clone().requires_grad_(true), b = base.clone().requires_grad_(true);
+      const auto fused = dropout_fused(a, p, key);
+      const auto aten = dropout_aten(b, p, key);
+      EXPECT_TRUE(torch::equal(fused, aten));
+      fused.backward(g);
+      aten.backward(g);
+      EXPECT_TRUE(torch::equal(a.grad(), b.grad()));
+      // The mask really drops at rate p and keeps the rest scaled.
+      EXPECT_TRUE(torch::equal(dropout_keep(base.numel(), p, key, torch::kCPU).view(base.sizes()),
+                               dropout_mask(base.sizes(), p, key).ne(0)));
+
+      auto c = base.clone().requires_grad_(true), d = base.clone().requires_grad_(true);
+      const auto relu_fused = relu_dropout_fused(c, p, key);
+      const auto relu_aten = relu_dropout_aten(d, p, key);
+      EXPECT_TRUE(torch::equal(relu_fused, relu_aten));
+      relu_fused.backward(g);
+      relu_aten.backward(g);
+      EXPECT_TRUE(torch::equal(c.grad(), d.grad()));
+    }
+  }
+  // A large tensor: the fused kernel splits it across threads, the hash must not care.
+  const auto big = torch::randn({3, 70001});
+  EXPECT_TRUE(torch::equal(dropout_fused(big, 0.1, 77), dropout_aten(big, 0.1, 77)));
+}
+
+TEST(GenericPath, DropoutOnLowPrecisionRoundsOnce) {
+  const auto x = torch::randn({8, 40});
+  const auto y = dropout_aten(x.to(torch::kBFloat16), 0.25, 5);
+  EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+  // x * keep * (1 / 0.75) in float, rounded to bfloat16 once: as torch's own dropout.
+  const auto expected = (x.to(torch::kBFloat16).to(torch::kFloat) *
+                         dropout_keep(x.numel(), 0.25, 5, torch::kCPU).view(x.sizes()) *
+                         (1.0 / 0.75))
+                            .to(torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(y, expected));
+}
+
+// The label-smoothed loss through ATen ops (autograd) equals the fused node, value and gradient,
+// with ignored rows.
+TEST(GenericPath, LossEqualsTheFusedNode) {
+  torch::manual_seed(8);
+  for (const double eps : {0.0, 0.1, 0.3}) {
+    const auto base = torch::randn({17, 50}) * 3;
+    auto target = torch::randint(0, 50, {17}, torch::kLong);
+    target[4] = 0;
+    target[9] = 0;
+    auto a = base.clone().requires_grad_(true), b = base.clone().requires_grad_(true);
+    const auto fused = label_smoothed_loss_fused(a, target, eps, 0);
+    const auto aten = label_smoothed_loss_aten(b, target, eps, 0);
+    EXPECT_NEAR(fused.loss.item<double>(), aten.loss.item<double>(), 1e-4);
+    EXPECT_NEAR(fused.nll.item<double>(), aten.nll.item<double>(), 1e-4);
+    (fused.loss * 0.7).backward();
+    (aten.loss * 0.7).backward();
+    EXPECT_TRUE(torch::allclose(a.grad(), b.grad(), 1e-5, 1e-6))
+        << "eps " << eps << " max diff " << (a.grad() - b.grad()).abs().max().item<float>();
+    EXPECT_EQ(b.grad()[4].abs().sum().item<float>(), 0.0f);  // ignored rows get nothing
+  }
+  // Low-precision logits are scored in float32.
+  const auto logits = torch::randn({5, 11});
+  const auto target = torch::randint(1, 11, {5}, torch::kLong);
+  const auto low = label_smoothed_loss(logits.to(torch::kBFloat16), target, 0.1, 0);
+  EXPECT_EQ(low.loss.scalar_type(), torch::kFloat);
+  EXPECT_NEAR(low.loss.item<double>(),
+              label_smoothed_loss(logits.to(torch::kBFloat16).to(torch::kFloat), target, 0.1, 0)
+                  .loss.item<double>(),
+              1e-5);
+}
+
+TEST(Device, NamesResolveOrFailClearly) {
+  EXPECT_EQ(resolve_device("cpu", "--device"), torch::Device(torch::kCPU));
+  const auto automatic = resolve_device("auto", "--device");
+  EXPECT_EQ(automatic.is_cuda(), torch::cuda::is_available());
+  EXPECT_EQ(describe_device(torch::kCPU), "cpu");
+  try {
+    resolve_device("gpu", "train.device");
+    FAIL() << "gpu accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.device: unknown device \"gpu\""),
+              std::string::npos)
+        << e.what();
+  }
+  if (!torch::cuda::is_available()) {
+    try {
+      resolve_device("cuda:0", "--device");
+      FAIL() << "cuda accepted without CUDA";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--device cuda:0: no CUDA device is available"),
+                std::string::npos)
+          << e.what();
+    }
+  } else {
+    EXPECT_THROW(resolve_device("cuda:99", "--device"), Error);
+  }
+  // Low precision is CUDA autocast: refused on the CPU, naming the key.
+  EXPECT_EQ(parse_precision("fp32", torch::kCPU, "x"), Precision::kFp32);
+  try {
+    parse_precision("bf16", torch::kCPU, "train.precision");
+    FAIL() << "bf16 accepted on the CPU";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.precision bf16 runs on CUDA only"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parse_precision("fp8", torch::kCPU, "x"), Error);
+}
+
+TEST(Device, ConfigKeysAreValidated) {
+  auto error_of = [](const std::vector<std::string>& sets) -> std::string {
+    try {
+      parse_config(R"({"train": {"max_steps": 1}})", sets, "c.json");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_of({"train.device=cuda:1"}), "");
+  EXPECT_EQ(error_of({"train.device=auto"}), "");
+  EXPECT_EQ(error_of({"train.device=cuda:"}),
+            "train.device: must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"cuda:\"");
+  EXPECT_EQ(error_of({"train.device=tpu"}),
+            "train.device: must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"tpu\"");
+  EXPECT_EQ(error_of({"train.precision=fp8"}),
+            "train.precision: must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"");
+  EXPECT_EQ(error_of({"model.arch=lstm"}),
+            "model.arch: must be one of \"transformer\", got \"lstm\"");
+}
+
+// Autocast is on inside the guard only, and only for the low precisions.
+TEST(Device, AutocastGuardRestoresTheState) {
+  const auto mm = [] { return torch::matmul(torch::randn({2, 3}), torch::randn({3, 2})); };
+  {
+    const AutocastGuard none(torch::kCPU, Precision::kFp32);
+    EXPECT_EQ(mm().scalar_type(), torch::kFloat);
+  }
+  EXPECT_EQ(mm().scalar_type(), torch::kFloat);
+}
+
+TEST(Masks, MadeOnTheInputsDeviceInTheModelsDtype) {
+  const auto blocked = causal_mask(3);
+  const auto bias = mask_to_bias(blocked, torch::kDouble);
+  EXPECT_EQ(bias.scalar_type(), torch::kDouble);
+  EXPECT_EQ(bias.device(), blocked.device());
+  EXPECT_EQ(bias[0][1].item<double>(), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(bias[1][0].item<double>(), 0.0);
+}
+
+// The real target positions a batch projects, computed on the host.
+TEST(Masks, TargetPositionsAreTheNonPadCells) {
+  Corpus c;
+  c.src = {{5, 6}, {7}, {8, 9, 10}};
+  c.tgt = {{11}, {12, 13, 14}, {15, 16}};
+  const auto b = make_tensor_batch(c, {0, 1, 2});
+  const auto flat = b.tgt_out.view(-1);
+  const auto expected = flat.ne(kPadId).nonzero().view(-1);
+  EXPECT_TRUE(torch::equal(b.tgt_positions, expected));
+  EXPECT_EQ(b.tgt_positions.numel(), b.tgt_tokens);
+  EXPECT_TRUE(to_device(b, torch::kCPU).src.is_same(b.src));
+}
+
+// model.pt holds the weights; the sinusoid table is a buffer (it follows the device) that is
+// rebuilt from the config, not saved.
+TEST(Seq2Seq, DerivedBuffersMoveButAreNotSaved) {
+  torch::manual_seed(1);
+  auto model = make_model(tiny_model(), 30, 30);
+  bool found = false;
+  for (const auto& b : model->named_buffers()) found |= b.key() == "sinusoids";
+  EXPECT_TRUE(found);
+  EXPECT_EQ(model->saved_tensors().size(), model->parameters().size());
+  nmt_test::TempDir dir;
+  torch::save(model, dir / "model.pt");
+  torch::serialize::InputArchive archive;
+  archive.load_from(dir / "model.pt");
+  torch::Tensor t;
+  EXPECT_FALSE(archive.try_read("sinusoids", t, /*is_buffer=*/true));
+
+  torch::manual_seed(2);
+  auto other = make_model(tiny_model(), 30, 30);
+  torch::load(other, dir / "model.pt", torch::Device(torch::kCPU));
+  const auto a = model->parameters(), b = other->parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i]));
+  EXPECT_THROW(
+      make_model(
+          [] {
+            auto c = tiny_model();
+            c.arch = "rnn";
+            return c;
+          }(),
+          30, 30),
+      Error);
+}
+
+TEST(LossScaler, HalvesOnOverflowAndDoublesAfterTheInterval) {
+  LossScaler s(1024.0, 0);
+  s.update(true);
+  EXPECT_DOUBLE_EQ(s.scale(), 512.0);
+  for (int64_t i = 0; i + 1 < LossScaler::kGrowthInterval; ++i) s.update(false);
+  EXPECT_DOUBLE_EQ(s.scale(), 512.0);
+  EXPECT_EQ(s.good_steps(), LossScaler::kGrowthInterval - 1);
+  s.update(false);
+  EXPECT_DOUBLE_EQ(s.scale(), 1024.0);
+  EXPECT_EQ(s.good_steps(), 0);
+  s.update(false);
+  s.update(true);  // an overflow restarts the count
+  EXPECT_EQ(s.good_steps(), 0);
+  EXPECT_DOUBLE_EQ(s.scale(), 512.0);
+}
+
+// The step: the loss normalised by the step's tokens, accumulation equal to one big batch,
+// a poisoned loss skipped without touching the weights, an out-of-memory error skipped.
+TEST(TrainStep, AccumulationEqualsOneBatchAndFaultsChangeNothing) {
+  const auto corpus = copy_corpus(24, 30, 3);
+  auto cfg = tiny_model();
+  cfg.dropout = 0.0;
+  cfg.attention_dropout = 0.0;
+  TrainConfig tc;
+  tc.clip_norm = 0.0;
+  auto make = [&] {
+    torch::manual_seed(5);
+    auto m = make_model(cfg, 30, 30);
+    m->train();
+    return m;
+  };
+  std::vector<int64_t> all(24);
+  std::iota(all.begin(), all.end(), 0);
+  const std::vector<int64_t> first(all.begin(), all.begin() + 12), second(all.begin() + 12, all.end());
+
+  // SGD: its update is linear in the gradient, so equal gradients give equal weights.
+  auto one = make();
+  torch::optim::SGD opt_one(one->parameters(), torch::optim::SGDOptions(0.1));
+  TrainStep step_one(one, opt_one, tc, Precision::kFp32);
+  const auto r1 = step_one.run({make_tensor_batch(corpus, all)}, 0.1);
+
+  auto two = make();
+  torch::optim::SGD opt_two(two->parameters(), torch::optim::SGDOptions(0.1));
+  TrainStep step_two(two, opt_two, tc, Precision::kFp32);
+  const auto r2 =
+      step_two.run({make_tensor_batch(corpus, first), make_tensor_batch(corpus, second)}, 0.1);
+  EXPECT_EQ(r1.status, StepResult::Status::kApplied);
+  EXPECT_EQ(r1.tgt_tokens, r2.tgt_tokens);
+  EXPECT_NEAR(r1.loss, r2.loss, 1e-4 * r1.loss);
+  EXPECT_NEAR(r1.grad_norm, r2.grad_norm, 1e-4 * r1.grad_norm);
+  const auto pa = one->parameters(), pb = two->parameters();
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::allclose(pa[i], pb[i], 1e-5, 1e-7));
+
+  std::vector<torch::Tensor> before;
+  for (const auto& p : two->parameters()) before.push_back(p.detach().clone());
+  const auto batch = make_tensor_batch(corpus, first);
+  auto r = step_two.run({batch}, 0.1, {/*nan_loss=*/true, /*out_of_memory=*/false});
+  EXPECT_EQ(r.status, StepResult::Status::kNonFinite);
+  EXPECT_EQ(step_two.non_finite_in_a_row(), 1);
+  r = step_two.run({batch}, 0.1, {/*nan_loss=*/false, /*out_of_memory=*/true});
+  EXPECT_EQ(r.status, StepResult::Status::kOutOfMemory);
+  EXPECT_NE(r.error.find("out of memory"), std::string::npos) << r.error;
+  EXPECT_EQ(step_two.out_of_memory_in_a_row(), 1);
+  const auto after = two->parameters();
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(torch::equal(before[i], after[i]));
+  r = step_two.run({batch}, 0.1);
+  EXPECT_EQ(r.status, StepResult::Status::kApplied);
+  EXPECT_EQ(step_two.out_of_memory_in_a_row(), 0);
+  EXPECT_EQ(step_two.non_finite_in_a_row(), 0);
+}
+
+// Clipping: the reported norm is the one before clipping, the gradients end at clip_norm.
+TEST(TrainStep, ClipsToTheGlobalNorm) {
+  const auto corpus = copy_corpus(8, 30, 4);
+  torch::manual_seed(6);
+  auto model = make_model(tiny_model(), 30, 30);
+  model->train();
+  TrainConfig tc;
+  tc.clip_norm = 1e-3;
+  // lr 0: the update leaves the weights, so the clipped gradients can be read after the step.
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(0.0));
+  TrainStep step(model, adam, tc, Precision::kFp32);
+  const auto r = step.run({make_tensor_batch(corpus, {0, 1, 2, 3})}, 0.0);
+  ASSERT_EQ(r.status, StepResult::Status::kApplied);
+  EXPECT_GT(r.grad_norm, 1e-3);
+  double sq = 0;
+  for (const auto& p : model->parameters())
+    if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+  EXPECT_NEAR(std::sqrt(sq), 1e-3, 1e-6);
+}
+
+TEST(Metrics, RowsRoundTripThroughTheFile) {
+  nmt_test::TempDir dir;
+  const std::string path = dir / "metrics.jsonl";
+  {
+    MetricsFile f(path, -1);
+    TrainRow t;
+    t.step = 10;
+    t.epoch = 1;
+    t.loss = 2.5;
+    t.ppl = 9.0;
+    t.lr = 1e-3;
+    t.tgt_tokens = 1234;
+    t.phases.forward = 0.5;
+    t.tgt_pad_ratio = 1.25;
+    f.write(to_json(t));
+    ValidRow v;
+    v.step = 10;
+    v.scores.loss = 1.5;
+    v.scores.bleu = 30.25;
+    v.scores.loss_tokens = 77;
+    v.best = true;
+    f.write(to_json(v));
+    t.step = 20;
+    f.write(to_json(t));
+  }
+  const auto row = json::parse(nmt_test::read_lines_of(path)[1]);
+  for (const char* key : {"valid_loss", "valid_ppl", "valid_loss_tokens", "valid_bleu",
+                          "valid_chrf", "best", "step"})
+    EXPECT_TRUE(row.contains(key)) << key;
+  auto m = read_metrics(path);
+  ASSERT_EQ(m.train.size(), 2u);
+  ASSERT_EQ(m.valid.size(), 1u);
+  EXPECT_EQ(m.train[0].tgt_tokens, 1234);
+  EXPECT_DOUBLE_EQ(m.train[0].phases.forward, 0.5);
+  EXPECT_DOUBLE_EQ(m.train[0].tgt_pad_ratio, 1.25);
+  EXPECT_DOUBLE_EQ(m.valid[0].scores.bleu, 30.25);
+  EXPECT_EQ(m.valid[0].scores.loss_tokens, 77);
+  EXPECT_TRUE(m.valid[0].best);
+  // A resume at step 10 drops the later rows.
+  { MetricsFile f(path, 10); }
+  m = read_metrics(path);
+  EXPECT_EQ(m.train.size(), 1u);
+  EXPECT_EQ(m.valid.size(), 1u);
+  // A run written before the keys were unified ("valid_tokens") still reads.
+  {
+    std::ofstream old(path, std::ios::app);
+    old << R"({"step":30,"valid_loss":1.0,"valid_ppl":2.7,"valid_tokens":55,"valid_bleu":1.0,)"
+        << R"("valid_chrf":2.0,"best":false})" << "\n";
+  }
+  m = read_metrics(path);
+  ASSERT_EQ(m.valid.size(), 2u);
+  EXPECT_EQ(m.valid[1].scores.loss_tokens, 55);
+}
+
+TEST(Metrics, IntervalAveragesOverAppliedSteps) {
+  Corpus c;
+  c.src = {{5, 6, 7}, {8}};
+  c.tgt = {{9}, {10, 11}};
+  const std::vector<TensorBatch> batches = {make_tensor_batch(c, {0, 1})};
+  Interval interval;
+  StepResult applied;
+  applied.loss = 10;
+  applied.nll = 8;
+  applied.tgt_tokens = 5;
+  applied.grad_norm = 0.5;
+  applied.times.forward = 1;
+  StepResult skipped = applied;
+  skipped.status = StepResult::Status::kNonFinite;
+  interval.add(batches, applied, 1e-3);
+  interval.add(batches, skipped, 2e-3);
+  const auto row = interval.close(7, 2, 99.0);
+  EXPECT_EQ(row.tgt_tokens, 5);
+  EXPECT_DOUBLE_EQ(row.loss, 2.0);
+  EXPECT_DOUBLE_EQ(row.ppl, std::exp(1.6));
+  EXPECT_DOUBLE_EQ(row.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(row.phases.forward, 2.0);  // the skipped step took time too
+  EXPECT_DOUBLE_EQ(row.tgt_pad_ratio, 6.0 / 5.0);  // width 3 (y + EOS), 2 rows, 5 real tokens
+  EXPECT_EQ(interval.close(8, 2, 100.0).tgt_tokens, 0);
+}
+
+TEST(TrainerState, JsonRoundTripAndCorruptFields) {
+  TrainerState s;
+  s.step = 12;
+  s.epoch = 1;
+  s.batch_in_epoch = 3;
+  s.tgt_tokens = 999;
+  s.elapsed_s = 4.5;
+  s.has_best = true;
+  s.best_value = 31.5;
+  s.best_step = 10;
+  s.validations_without_improvement = 1;
+  auto t = TrainerState::from_json(s.to_json(), "state.json");
+  EXPECT_EQ(t.to_json(), s.to_json());
+  EXPECT_FALSE(s.to_json().contains("loss_scale"));  // only with fp16
+  s.loss_scale = 256;
+  s.loss_scale_good_steps = 7;
+  t = TrainerState::from_json(s.to_json(), "state.json");
+  EXPECT_DOUBLE_EQ(t.loss_scale, 256);
+  EXPECT_EQ(t.loss_scale_good_steps, 7);
+  try {
+    TrainerState::from_json(json{{"step", "x"}}, "run/state.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("corrupt run/state.json"), std::string::npos);
+  }
+}
