@@ -10,6 +10,7 @@ JOBS="${NMT_JOBS:-$(nproc)}"
 PACKAGES=(
   build-essential cmake pkg-config python3
   libtorch-dev            # LibTorch 1.13 (CPU)
+  libgloo-dev             # Gloo headers: data-parallel training through c10d
   libopenblas0-openmp     # replaces the reference BLAS that libtorch-dev pulls in (~25x faster)
   libsentencepiece-dev sentencepiece
   libcli11-dev libspdlog-dev nlohmann-json3-dev

@@ -8,9 +8,9 @@
 #include <numeric>
 
 #include "ckpt/checkpoint.h"
+#include "corpus_helpers.h"
 #include "data/tensors.h"
 #include "decode/search.h"
-#include "corpus_helpers.h"
 #include "helpers.h"
 #include "model/compat.h"
 #include "model/device.h"
@@ -118,9 +118,8 @@ TEST_F(Cuda, ForwardPassMatchesTheCpu) {
   cuda->eval();
   EXPECT_EQ(cuda->device(), gpu);
   const auto src = random_source(6, 50);
-  const auto tgt = torch::cat({torch::full({6, 1}, kBosId, torch::kLong),
-                               torch::randint(4, 50, {6, 9}, torch::kLong)},
-                              1);
+  const auto tgt = torch::cat(
+      {torch::full({6, 1}, kBosId, torch::kLong), torch::randint(4, 50, {6, 9}, torch::kLong)}, 1);
   torch::NoGradGuard no_grad;
   const auto a = cpu->forward(src, tgt);
   const auto b = cuda->forward(src.to(gpu), tgt.to(gpu));
@@ -337,9 +336,9 @@ TEST_F(Cuda, TrainTranslateResumeThroughTheBinary) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("precision bf16"), std::string::npos) << r.output;
   auto eval = [&](const std::string& precision) {
-    const auto e = run_command(nmt_bin() + " eval --checkpoint " + ck + " --device cuda" +
-                               " --precision " + precision + " --src " + in + " --ref " + data +
-                               "/test.de --json 2>/dev/null");
+    const auto e =
+        run_command(nmt_bin() + " eval --checkpoint " + ck + " --device cuda" + " --precision " +
+                    precision + " --src " + in + " --ref " + data + "/test.de --json 2>/dev/null");
     EXPECT_EQ(e.status, 0) << e.output;
     return nlohmann::json::parse(e.output);
   };
@@ -347,8 +346,9 @@ TEST_F(Cuda, TrainTranslateResumeThroughTheBinary) {
   EXPECT_NEAR(bf16["chrf"].get<double>(), fp32["chrf"].get<double>(), 2.0);
   EXPECT_NEAR(bf16["loss"].get<double>(), fp32["loss"].get<double>(),
               0.02 * fp32["loss"].get<double>());
-  std::printf("eval of a 24-step quickstart model on the GPU: fp32 chrF2 %.2f loss %.4f, "
-              "bf16 chrF2 %.2f loss %.4f\n",
-              fp32["chrf"].get<double>(), fp32["loss"].get<double>(), bf16["chrf"].get<double>(),
-              bf16["loss"].get<double>());
+  std::printf(
+      "eval of a 24-step quickstart model on the GPU: fp32 chrF2 %.2f loss %.4f, "
+      "bf16 chrF2 %.2f loss %.4f\n",
+      fp32["chrf"].get<double>(), fp32["loss"].get<double>(), bf16["chrf"].get<double>(),
+      bf16["loss"].get<double>());
 }

@@ -6,12 +6,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <numeric>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "config/config.h"
-#include "data/tensors.h"
 #include "corpus_helpers.h"
+#include "data/tensors.h"
 #include "helpers.h"
 #include "model/device.h"
 #include "model/dropout.h"
@@ -86,10 +86,10 @@ TEST(GenericPath, DropoutOnLowPrecisionRoundsOnce) {
   const auto y = dropout_aten(x.to(torch::kBFloat16), 0.25, 5);
   EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
   // x * keep * (1 / 0.75) in float, rounded to bfloat16 once: as torch's own dropout.
-  const auto expected = (x.to(torch::kBFloat16).to(torch::kFloat) *
-                         dropout_keep(x.numel(), 0.25, 5, torch::kCPU).view(x.sizes()) *
-                         (1.0 / 0.75))
-                            .to(torch::kBFloat16);
+  const auto expected =
+      (x.to(torch::kBFloat16).to(torch::kFloat) *
+       dropout_keep(x.numel(), 0.25, 5, torch::kCPU).view(x.sizes()) * (1.0 / 0.75))
+          .to(torch::kBFloat16);
   EXPECT_TRUE(torch::equal(y, expected));
 }
 
@@ -133,8 +133,7 @@ TEST(Device, NamesResolveOrFailClearly) {
     resolve_device("gpu", "train.device");
     FAIL() << "gpu accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("train.device: unknown device \"gpu\""),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("train.device: unknown device \"gpu\""), std::string::npos)
         << e.what();
   }
   if (!torch::cuda::is_available()) {
@@ -237,15 +236,14 @@ TEST(Seq2Seq, DerivedBuffersMoveButAreNotSaved) {
   const auto a = model->parameters(), b = other->parameters();
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i]));
-  EXPECT_THROW(
-      make_model(
-          [] {
-            auto c = tiny_model();
-            c.arch = "rnn";
-            return c;
-          }(),
-          30, 30),
-      Error);
+  EXPECT_THROW(make_model(
+                   [] {
+                     auto c = tiny_model();
+                     c.arch = "rnn";
+                     return c;
+                   }(),
+                   30, 30),
+               Error);
 }
 
 TEST(LossScaler, HalvesOnOverflowAndDoublesAfterTheInterval) {
@@ -281,7 +279,8 @@ TEST(TrainStep, AccumulationEqualsOneBatchAndFaultsChangeNothing) {
   };
   std::vector<int64_t> all(24);
   std::iota(all.begin(), all.end(), 0);
-  const std::vector<int64_t> first(all.begin(), all.begin() + 12), second(all.begin() + 12, all.end());
+  const std::vector<int64_t> first(all.begin(), all.begin() + 12),
+      second(all.begin() + 12, all.end());
 
   // SGD: its update is linear in the gradient, so equal gradients give equal weights.
   auto one = make();
@@ -365,8 +364,8 @@ TEST(Metrics, RowsRoundTripThroughTheFile) {
     f.write(to_json(t));
   }
   const auto row = json::parse(nmt_test::read_lines_of(path)[1]);
-  for (const char* key : {"valid_loss", "valid_ppl", "valid_loss_tokens", "valid_bleu",
-                          "valid_chrf", "best", "step"})
+  for (const char* key :
+       {"valid_loss", "valid_ppl", "valid_loss_tokens", "valid_bleu", "valid_chrf", "best", "step"})
     EXPECT_TRUE(row.contains(key)) << key;
   auto m = read_metrics(path);
   ASSERT_EQ(m.train.size(), 2u);
@@ -386,7 +385,8 @@ TEST(Metrics, RowsRoundTripThroughTheFile) {
   {
     std::ofstream old(path, std::ios::app);
     old << R"({"step":30,"valid_loss":1.0,"valid_ppl":2.7,"valid_tokens":55,"valid_bleu":1.0,)"
-        << R"("valid_chrf":2.0,"best":false})" << "\n";
+        << R"("valid_chrf":2.0,"best":false})"
+        << "\n";
   }
   m = read_metrics(path);
   ASSERT_EQ(m.valid.size(), 2u);
@@ -414,7 +414,7 @@ TEST(Metrics, IntervalAveragesOverAppliedSteps) {
   EXPECT_DOUBLE_EQ(row.loss, 2.0);
   EXPECT_DOUBLE_EQ(row.ppl, std::exp(1.6));
   EXPECT_DOUBLE_EQ(row.lr, 1e-3);
-  EXPECT_DOUBLE_EQ(row.phases.forward, 2.0);  // the skipped step took time too
+  EXPECT_DOUBLE_EQ(row.phases.forward, 2.0);       // the skipped step took time too
   EXPECT_DOUBLE_EQ(row.tgt_pad_ratio, 6.0 / 5.0);  // width 3 (y + EOS), 2 rows, 5 real tokens
   EXPECT_EQ(interval.close(8, 2, 100.0).tgt_tokens, 0);
 }

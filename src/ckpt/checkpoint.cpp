@@ -1,6 +1,5 @@
 #include "ckpt/checkpoint.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -96,7 +95,8 @@ namespace {
 // directory under that name is always complete. Without an optimizer it is an inference
 // checkpoint (best, averaged): no optimizer or RNG state.
 void write_checkpoint_dir(const std::string& final_dir, const Config& config, const Vocabs& vocabs,
-                          Seq2Seq& model, torch::optim::Optimizer* optimizer, const json& state) {
+                          Seq2Seq& model, torch::optim::Optimizer* optimizer, const json& state,
+                          const std::vector<torch::Tensor>& rank_rng_states = {}) {
   const fs::path final_path(final_dir);
   const std::string dir = final_path.parent_path().string();
   fs::create_directories(dir);
@@ -110,16 +110,16 @@ void write_checkpoint_dir(const std::string& final_dir, const Config& config, co
   if (optimizer != nullptr) {
     wrap_torch_io(tmp_dir + "/optimizer.pt", "write",
                   [&] { torch::save(*optimizer, tmp_dir + "/optimizer.pt"); });
-    torch::Tensor rng_state;
-    {
-      auto gen = at::detail::getDefaultCPUGenerator();
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      rng_state = gen.get_state();
-    }
+    const torch::Tensor rng_state = cpu_generator_state();
     wrap_torch_io(tmp_dir + "/rng.pt", "write",
                   [&] { torch::save(rng_state, tmp_dir + "/rng.pt"); });
     sync_file(tmp_dir + "/optimizer.pt");
     sync_file(tmp_dir + "/rng.pt");
+    if (!rank_rng_states.empty()) {
+      wrap_torch_io(tmp_dir + "/rng_ranks.pt", "write",
+                    [&] { torch::save(rank_rng_states, tmp_dir + "/rng_ranks.pt"); });
+      sync_file(tmp_dir + "/rng_ranks.pt");
+    }
     // A model on a GPU: its generators too (one per device), for exact resumes there.
     if (model->device().is_cuda()) {
       const auto cuda_states = cuda_generator_states();
@@ -169,12 +169,12 @@ void load_weights(Seq2Seq& model, const std::string& path) {
 std::string save_checkpoint(const std::string& run_dir, int64_t step, const Config& config,
                             const Vocabs& vocabs, Seq2Seq& model,
                             torch::optim::Optimizer& optimizer, const json& state,
-                            int64_t keep_last) {
+                            int64_t keep_last, const std::vector<torch::Tensor>& rank_rng_states) {
   if (!is_main_process()) return "";
   std::ostringstream name;
   name << "ckpt-" << std::setw(8) << std::setfill('0') << step;
   const std::string final_dir = checkpoints_dir(run_dir) + "/" + name.str();
-  write_checkpoint_dir(final_dir, config, vocabs, model, &optimizer, state);
+  write_checkpoint_dir(final_dir, config, vocabs, model, &optimizer, state, rank_rng_states);
   auto all = list_checkpoints(run_dir);
   for (size_t i = 0; i + static_cast<size_t>(keep_last) < all.size(); ++i) fs::remove_all(all[i]);
   return final_dir;
@@ -212,7 +212,7 @@ Config read_checkpoint_config(const std::string& ckpt_dir) {
 }
 
 json load_training_state(const std::string& ckpt_dir, Seq2Seq& model,
-                         torch::optim::Optimizer& optimizer, bool load_optimizer) {
+                         torch::optim::Optimizer& optimizer, bool load_optimizer, int rank) {
   json st = read_checkpoint_state(ckpt_dir);
   if (!file_exists(ckpt_dir + "/optimizer.pt"))
     throw Error(ckpt_dir +
@@ -223,13 +223,17 @@ json load_training_state(const std::string& ckpt_dir, Seq2Seq& model,
   if (load_optimizer)
     wrap_torch_io(ckpt_dir + "/optimizer.pt", "load",
                   [&] { torch::load(optimizer, ckpt_dir + "/optimizer.pt", device); });
-  torch::Tensor rng_state;
-  wrap_torch_io(ckpt_dir + "/rng.pt", "load",
-                [&] { torch::load(rng_state, ckpt_dir + "/rng.pt"); });
-  {
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(rng_state);
+  // Rank r of a data-parallel run continues its own generator; rank 0's is rng.pt.
+  const std::string ranks_rng = ckpt_dir + "/rng_ranks.pt";
+  if (rank > 0 && file_exists(ranks_rng)) {
+    std::vector<torch::Tensor> states;
+    wrap_torch_io(ranks_rng, "load", [&] { torch::load(states, ranks_rng); });
+    if (static_cast<size_t>(rank) < states.size()) set_cpu_generator_state(states[rank]);
+  } else if (rank == 0) {
+    torch::Tensor rng_state;
+    wrap_torch_io(ckpt_dir + "/rng.pt", "load",
+                  [&] { torch::load(rng_state, ckpt_dir + "/rng.pt"); });
+    set_cpu_generator_state(rng_state);
   }
   // The CUDA generators matter only where they run.
   const std::string cuda_rng = ckpt_dir + "/rng_cuda.pt";

@@ -1,7 +1,8 @@
 // Self-describing checkpoints: weights, optimizer, random generators, trainer state, config and
 // vocabularies.
 //
-// Layout: RUN/checkpoints/ckpt-00001000/{model.pt, optimizer.pt, rng.pt [, rng_cuda.pt],
+// Layout: RUN/checkpoints/ckpt-00001000/{model.pt, optimizer.pt, rng.pt [, rng_cuda.pt]
+// [, rng_ranks.pt],
 // state.json, config.json, spm.model | spm.src.model + spm.tgt.model}. A checkpoint is written
 // into a hidden temporary directory and renamed into place, so a name ckpt-N always means
 // complete. Weights are stored from the CPU and load onto any device.
@@ -30,10 +31,13 @@ int remove_partial_checkpoints(const std::string& run_dir);
 
 // Writes RUN/checkpoints/ckpt-<step> atomically and prunes to keep_last. `state` is the
 // trainer's (train/state.h), stored as state.json. Main process only; returns the directory.
+// rank_rng_states: in data-parallel training, every rank's CPU generator state, by rank
+// (rng_ranks.pt).
 std::string save_checkpoint(const std::string& run_dir, int64_t step, const Config& config,
                             const Vocabs& vocabs, Seq2Seq& model,
                             torch::optim::Optimizer& optimizer, const nlohmann::json& state,
-                            int64_t keep_last);
+                            int64_t keep_last,
+                            const std::vector<torch::Tensor>& rank_rng_states = {});
 
 // RUN/checkpoints/best: the best checkpoint by validation (train.best_metric).
 std::string best_checkpoint_dir(const std::string& run_dir);
@@ -53,8 +57,11 @@ Config read_checkpoint_config(const std::string& ckpt_dir);
 // For --resume: restores the weights and (with load_optimizer) the optimizer state onto the
 // model's device, and every random generator (CPU, and CUDA where saved and present). Returns
 // state.json. With load_optimizer false the optimizer keeps its fresh state (--reset-optimizer).
+// Rank r > 0 of a data-parallel run takes its own generator from rng_ranks.pt (kept as it is
+// when the checkpoint has none for it: another world size).
 nlohmann::json load_training_state(const std::string& ckpt_dir, Seq2Seq& model,
-                                   torch::optim::Optimizer& optimizer, bool load_optimizer = true);
+                                   torch::optim::Optimizer& optimizer, bool load_optimizer = true,
+                                   int rank = 0);
 
 struct LoadedModel {
   Config config;

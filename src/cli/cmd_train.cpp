@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/launch.h"
 #include "config/config.h"
 #include "train/trainer.h"
 #include "util/log.h"
@@ -20,6 +21,7 @@ void add_train_command(CLI::App& app) {
     bool dump_config = false;
     bool print_reference = false;
     std::string device;
+    int nproc = 0;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("train", "Train a Transformer from a JSON config");
@@ -36,6 +38,8 @@ void add_train_command(CLI::App& app) {
       "With --resume: start a fresh pass over the data (allows changed data or batching)");
   cmd->add_option("--device", args->device,
                   "auto, cpu, cuda or cuda:N: overrides train.device (default: auto)");
+  cmd->add_option("--nproc", args->nproc,
+                  "Data-parallel training in N local processes (as torchrun --nproc-per-node N)");
   cmd->add_flag("--dump-config", args->dump_config, "Print the merged config and exit");
   cmd->add_flag("--print-config-reference", args->print_reference,
                 "Print every config key with its type, default and meaning (Markdown) and exit");
@@ -62,6 +66,7 @@ void add_train_command(CLI::App& app) {
     validate_data_files(config);
     if ((args->reset_optimizer || args->reset_data) && !args->resume)
       throw Error("--reset-optimizer and --reset-data go with --resume");
+    if (args->nproc > 0) throw ExitStatus(launch_local_workers(args->nproc));
     train(config,
           TrainOptions{args->run_dir, args->resume, args->reset_optimizer, args->reset_data});
   });

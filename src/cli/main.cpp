@@ -18,10 +18,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  } catch (const nmt::Interrupted& e) {
+  } catch (const nmt::ExitStatus& e) {  // a clean stop on a signal, or --nproc's workers' status
     std::fflush(stdout);
     nmt::clear_progress();
-    return 128 + e.signal();
+    return e.status();
   } catch (const std::exception& e) {
     std::fflush(stdout);
     nmt::clear_progress();

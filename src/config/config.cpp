@@ -35,6 +35,15 @@ Check<int64_t> at_least(int64_t lo) {
   };
 }
 
+Check<int64_t> int_range(int64_t lo, int64_t hi) {
+  return [lo, hi](const int64_t& v) -> std::optional<std::string> {
+    if (v < lo || v > hi)
+      return "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+             std::to_string(v);
+    return std::nullopt;
+  };
+}
+
 Check<double> in_range(double lo, double hi, bool hi_inclusive = true) {
   return [=](const double& v) -> std::optional<std::string> {
     if (!std::isfinite(v) || v < lo || (hi_inclusive ? v > hi : v >= hi)) {
@@ -165,6 +174,14 @@ void visit(TrainConfig& c, V& v) {
     "stop with an error after this many consecutive steps with a non-finite loss or gradient "
     "norm (each is skipped)",
     at_least(1));
+  v("auto_resume", c.auto_resume,
+    "under torchrun: continue from the run directory's newest complete checkpoint when it has "
+    "one, as a restarted worker group must (--resume is then implied)",
+    any<bool>());
+  v("dist_timeout", c.dist_timeout,
+    "seconds a data-parallel collective (or the rendezvous) waits for the other ranks before "
+    "failing the group",
+    int_range(1, 86400));
 }
 
 template <class V>

@@ -66,6 +66,8 @@ struct TrainConfig {
   std::string best_metric = "bleu";  // bleu | chrf | loss: what picks DIR/checkpoints/best
   int64_t patience = 0;       // stop after this many validations without improvement (0 = off)
   int64_t max_bad_steps = 5;  // stop after this many non-finite steps in a row (each skipped)
+  bool auto_resume = true;    // under torchrun: resume from the run's newest checkpoint if any
+  int64_t dist_timeout = 300;  // seconds a data-parallel collective may wait for the other ranks
 };
 
 struct DecodeConfig {

@@ -86,7 +86,8 @@ EvalScores EvalScores::from_json(const nlohmann::json& j, const std::string& pre
   s.loss = j.at(prefix + "loss").get<double>();
   s.ppl = j.at(prefix + "ppl").get<double>();
   // Validation rows written before the eval and validation keys were unified say "valid_tokens".
-  const auto tokens_key = j.contains(prefix + "loss_tokens") ? prefix + "loss_tokens" : prefix + "tokens";
+  const auto tokens_key =
+      j.contains(prefix + "loss_tokens") ? prefix + "loss_tokens" : prefix + "tokens";
   s.loss_tokens = j.at(tokens_key).get<int64_t>();
   s.bleu = j.at(prefix + "bleu").get<double>();
   s.chrf = j.at(prefix + "chrf").get<double>();

@@ -1,5 +1,6 @@
 #include "model/device.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 
@@ -53,6 +54,18 @@ void with_cuda_generator(int64_t index, Fn&& fn) {
   fn(gen);
 }
 }  // namespace
+
+torch::Tensor cpu_generator_state() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_cpu_generator_state(const torch::Tensor& state) {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
 
 std::vector<torch::Tensor> cuda_generator_states() {
   std::vector<torch::Tensor> states;

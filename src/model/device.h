@@ -22,6 +22,11 @@ void synchronize(const torch::Device& device);
 // Gives cached CUDA memory back to the device, after an out-of-memory error. No-op on the CPU.
 void release_cached_memory(const torch::Device& device);
 
+// The default CPU generator's state (dropout keys are drawn from it on every device), and its
+// restoration.
+torch::Tensor cpu_generator_state();
+void set_cpu_generator_state(const torch::Tensor& state);
+
 // The default CUDA generator of every visible device, in device order; empty without CUDA.
 std::vector<torch::Tensor> cuda_generator_states();
 // Restores as many of them as there are devices now.

@@ -16,21 +16,24 @@ double ratio(int64_t cells, int64_t tokens) {
 }  // namespace
 
 json to_json(const TrainRow& r) {
-  return {{"step", r.step},
-          {"epoch", r.epoch},
-          {"loss", r.loss},
-          {"ppl", r.ppl},
-          {"lr", r.lr},
-          {"grad_norm", r.grad_norm},
-          {"tgt_tokens", r.tgt_tokens},
-          {"tok_per_s", r.tok_per_s},
-          {"elapsed_s", r.elapsed_s},
-          {"data_s", r.phases.data},
-          {"forward_s", r.phases.forward},
-          {"backward_s", r.phases.backward},
-          {"update_s", r.phases.update},
-          {"src_pad_ratio", r.src_pad_ratio},
-          {"tgt_pad_ratio", r.tgt_pad_ratio}};
+  json j = {{"step", r.step},
+            {"epoch", r.epoch},
+            {"loss", r.loss},
+            {"ppl", r.ppl},
+            {"lr", r.lr},
+            {"grad_norm", r.grad_norm},
+            {"tgt_tokens", r.tgt_tokens},
+            {"tok_per_s", r.tok_per_s},
+            {"elapsed_s", r.elapsed_s},
+            {"data_s", r.phases.data},
+            {"forward_s", r.phases.forward},
+            {"backward_s", r.phases.backward},
+            {"update_s", r.phases.update},
+            {"src_pad_ratio", r.src_pad_ratio},
+            {"tgt_pad_ratio", r.tgt_pad_ratio}};
+  // Only data-parallel runs wait for all-reduces; one process keeps the row as it was.
+  if (r.phases.sync > 0) j["sync_s"] = r.phases.sync;
+  return j;
 }
 
 namespace {
@@ -66,6 +69,7 @@ Metrics read_metrics(const std::string& path) {
         r.phases.forward = j.value("forward_s", 0.0);
         r.phases.backward = j.value("backward_s", 0.0);
         r.phases.update = j.value("update_s", 0.0);
+        r.phases.sync = j.value("sync_s", 0.0);
         r.src_pad_ratio = j.value("src_pad_ratio", 0.0);
         r.tgt_pad_ratio = j.value("tgt_pad_ratio", 0.0);
         m.train.push_back(r);

@@ -93,9 +93,40 @@ void log_corpus(const char* name, const CorpusStats& s) {
 
 }  // namespace
 
-RunSetup prepare_run(const Config& config, const TrainOptions& options) {
+namespace {
+// The main process's part: the resume decision and its checks, the vocabularies, config.json.
+void prepare_main(const Config& config, const TrainOptions& options, RunSetup& run);
+// Every process's part: the training and validation data, encoded.
+void load_data(const Config& config, RunSetup& run);
+}  // namespace
+
+RunSetup prepare_run(const Config& config, const TrainOptions& options,
+                     const std::function<void()>& wait_for_main) {
   const std::string& run_dir = options.run_dir;
   RunSetup run;
+  if (!is_main_process()) {
+    // The main process has checked the run directory, cleaned it and written the vocabularies
+    // there (trained, the config's or the checkpoint's); the others read what it decided.
+    wait_for_main();
+    if (options.resume) {
+      const auto all = list_checkpoints(run_dir);
+      if (all.empty())
+        throw Error("--resume: no complete checkpoint in " + run_dir + "/checkpoints");
+      run.resume_from = all.back();
+    }
+    run.vocabs = read_vocabs(run_dir, config.vocab.joint);
+  } else {
+    prepare_main(config, options, run);
+    if (wait_for_main) wait_for_main();
+  }
+  load_data(config, run);
+  return run;
+}
+
+namespace {
+
+void prepare_main(const Config& config, const TrainOptions& options, RunSetup& run) {
+  const std::string& run_dir = options.run_dir;
   if (options.resume) {
     if (const int n = remove_partial_checkpoints(run_dir); n > 0)
       spdlog::warn("removed {} incomplete checkpoint director{} left by an interrupted save", n,
@@ -111,11 +142,11 @@ RunSetup prepare_run(const Config& config, const TrainOptions& options) {
 
   run.vocabs = run.resume_from ? read_vocabs(*run.resume_from, config.vocab.joint)
                                : prepare_vocabs(config, run_dir);
-  if (is_main_process()) {
-    write_file_atomic(run_dir + "/config.json", config_to_json(config) + "\n");
-    write_vocabs(run_dir, run.vocabs);
-  }
+  write_file_atomic(run_dir + "/config.json", config_to_json(config) + "\n");
+  write_vocabs(run_dir, run.vocabs);
+}
 
+void load_data(const Config& config, RunSetup& run) {
   CorpusStats stats;
   run.corpus = load_corpus(config.data.train_src, config.data.train_tgt, run.vocabs.src,
                            run.vocabs.tgt, config.data.max_len, &stats);
@@ -128,7 +159,8 @@ RunSetup prepare_run(const Config& config, const TrainOptions& options) {
                               run.vocabs, config.model.max_positions);
     log_corpus("validation", run.valid.stats);
   }
-  return run;
 }
+
+}  // namespace
 
 }  // namespace nmt

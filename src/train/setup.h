@@ -2,6 +2,7 @@
 // vocabularies (trained or read), the training and validation data.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -31,6 +32,10 @@ struct RunSetup {
 // it). Without: refuses a run directory that holds checkpoints. Then the vocabularies (the
 // checkpoint's, the config's files, or trained into the run directory), config.json and the
 // vocabularies written to the run directory (main process), and the data encoded.
-RunSetup prepare_run(const Config& config, const TrainOptions& options);
+// With several processes (data-parallel training) only the main one does the checks and writes;
+// wait_for_main is a barrier the main process passes after them and the others before reading
+// the run directory.
+RunSetup prepare_run(const Config& config, const TrainOptions& options,
+                     const std::function<void()>& wait_for_main = {});
 
 }  // namespace nmt

@@ -21,6 +21,7 @@ struct TrainerState {
   int64_t validations_without_improvement = 0;  // for train.patience
   double loss_scale = 0.0;                      // fp16 loss scale (0: not in use)
   int64_t loss_scale_good_steps = 0;            // fp16 steps since the scale last changed
+  int64_t world_size = 1;                       // data-parallel processes sharing each step
 
   nlohmann::json to_json() const;
   // Throws Error naming `origin` (the state.json path) when a field is missing or mistyped.

@@ -61,6 +61,7 @@ PhaseTimes& PhaseTimes::operator+=(const PhaseTimes& o) {
   forward += o.forward;
   backward += o.backward;
   update += o.update;
+  sync += o.sync;
   return *this;
 }
 
@@ -77,16 +78,19 @@ TrainStep::TrainStep(Seq2Seq model, torch::optim::Optimizer& optimizer, const Tr
 StepResult TrainStep::run(const std::vector<TensorBatch>& batches, double lr,
                           const StepFaults& faults) {
   StepResult r;
-  for (const auto& b : batches) r.tgt_tokens += b.tgt_tokens;
+  int64_t local_tokens = 0;
+  for (const auto& b : batches) local_tokens += b.tgt_tokens;
   // The loss is a sum over tokens; dividing it by the step's tokens (over all processes) makes
   // the update the gradient of the mean, whatever the accumulation or the number of processes.
-  const auto normaliser = static_cast<double>(sync_->global_tokens(r.tgt_tokens));
+  r.tgt_tokens = sync_->global_tokens(local_tokens);
+  const auto normaliser = static_cast<double>(r.tgt_tokens);
   const bool fp16 = precision_ == Precision::kFp16;
   const double loss_scale = fp16 ? scaler_.scale() : 1.0;
   for (auto& group : optimizer_.param_groups()) group.options().set_lr(lr);
   optimizer_.zero_grad();
 
   std::vector<torch::Tensor> losses, nlls;
+  bool out_of_memory = false;
   try {
     for (size_t i = 0; i < batches.size(); ++i) {
       auto t0 = Clock::now();
@@ -125,47 +129,70 @@ StepResult TrainStep::run(const std::vector<TensorBatch>& batches, double lr,
     nlls.clear();
     optimizer_.zero_grad();
     release_cached_memory(device_);
-    r.status = StepResult::Status::kOutOfMemory;
     const std::string what = e.what_without_backtrace();
     r.error = what.substr(0, what.find('\n'));
+    out_of_memory = true;
+  }
+
+  // Every process takes part in the gradient sums and in the step's sums, whatever happened to
+  // it: the others wait for its share.
+  auto t0 = Clock::now();
+  sync_->gradients_ready(params_);
+  r.times.sync = since(t0);
+  t0 = Clock::now();
+  if (out_of_memory) {
+    std::vector<double> sums{0.0, 0.0, 1.0};
+    sync_->sum(sums);
+  } else {
+    if (fp16) {
+      torch::NoGradGuard no_grad;
+      for (const auto& p : params_)
+        if (p.grad().defined()) p.grad().mul_(1.0 / loss_scale);
+    }
+    const auto norm_parts = clip_gradients(params_, config_.clip_norm);
+    // The step's one device-to-host copy: losses, NLLs and the gradient norm (or its parts).
+    const auto zero = torch::zeros({1}, torch::dtype(torch::kFloat).device(device_));
+    const auto host = torch::cat({losses.empty() ? zero : torch::stack(losses),
+                                  nlls.empty() ? zero : torch::stack(nlls), norm_parts})
+                          .to(torch::kCPU)
+                          .to(torch::kDouble);
+    const double* v = host.data_ptr<double>();
+    const size_t m = std::max<size_t>(1, losses.size());
+    for (size_t i = 0; i < m; ++i) {
+      r.loss += v[i];
+      r.nll += v[m + i];
+    }
+    if (config_.clip_norm > 0) {
+      r.grad_norm = v[2 * m];
+    } else {
+      double sq = 0;
+      for (int64_t i = static_cast<int64_t>(2 * m); i < host.numel(); ++i) sq += v[i];
+      r.grad_norm = std::sqrt(sq);
+    }
+    std::vector<double> sums{r.loss, r.nll, 0.0};
+    sync_->sum(sums);
+    r.loss = sums[0];
+    r.nll = sums[1];
+    out_of_memory = sums[2] > 0;
+    if (out_of_memory) r.error = "another process ran out of memory";
+  }
+  if (out_of_memory) {
+    optimizer_.zero_grad();
+    r.times.update += since(t0);
+    r.status = StepResult::Status::kOutOfMemory;
     ++out_of_memory_in_a_row_;
     return r;
   }
   out_of_memory_in_a_row_ = 0;
 
-  auto t0 = Clock::now();
-  sync_->gradients_ready(params_);
-  if (fp16) {
-    torch::NoGradGuard no_grad;
-    for (const auto& p : params_)
-      if (p.grad().defined()) p.grad().mul_(1.0 / loss_scale);
-  }
-  const auto norm_parts = clip_gradients(params_, config_.clip_norm);
-  // The step's one device-to-host copy: losses, NLLs and the gradient norm (or its parts).
-  const auto host =
-      torch::cat({torch::stack(losses), torch::stack(nlls), norm_parts}).to(torch::kCPU).to(
-          torch::kDouble);
-  const double* v = host.data_ptr<double>();
-  const size_t m = losses.size();
-  for (size_t i = 0; i < m; ++i) {
-    r.loss += v[i];
-    r.nll += v[m + i];
-  }
-  if (config_.clip_norm > 0) {
-    r.grad_norm = v[2 * m];
-  } else {
-    double sq = 0;
-    for (int64_t i = static_cast<int64_t>(2 * m); i < host.numel(); ++i) sq += v[i];
-    r.grad_norm = std::sqrt(sq);
-  }
-
+  // The sums and the gradients are the same on every process, so is this decision.
   const bool loss_ok = std::isfinite(r.loss);
   const bool grads_ok = std::isfinite(r.grad_norm);
-  if (!sync_->all(loss_ok && grads_ok)) {
+  if (!(loss_ok && grads_ok)) {
     // A diverged step must not reach the weights or Adam's moments.
     optimizer_.zero_grad();
     r.times.update += since(t0);
-    if (fp16 && sync_->all(loss_ok)) {
+    if (fp16 && loss_ok) {
       scaler_.update(true);
       r.status = StepResult::Status::kOverflow;
       return r;

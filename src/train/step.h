@@ -47,13 +47,16 @@ class GradientSync {
   // on every process.
   virtual void before_last_backward() {}
   virtual void gradients_ready(const std::vector<torch::Tensor>& params) { (void)params; }
-  // A decision every process must take alike (apply this step): true only when all say true.
-  virtual bool all(bool local) { return local; }
+  // Sums host values over the processes, in place: the step's loss and its skip decisions, so
+  // that every process logs the same numbers and takes the same decision.
+  virtual void sum(std::vector<double>& values) { (void)values; }
 };
 
 // Host seconds of a step's phases. On CUDA they time the launching, not the device's work.
 struct PhaseTimes {
   double data = 0, forward = 0, backward = 0, update = 0;
+  // Data-parallel: waiting for the gradient all-reduces after backward (what it did not hide).
+  double sync = 0;
   PhaseTimes& operator+=(const PhaseTimes& o);
 };
 
@@ -65,10 +68,10 @@ struct StepResult {
     kOutOfMemory,  // the device ran out of memory: skipped
   };
   Status status = Status::kApplied;
-  double loss = 0;         // label-smoothed loss summed over the step's target tokens
-  double nll = 0;          // negative log-likelihood summed likewise
-  double grad_norm = 0;    // global gradient norm before clipping
-  int64_t tgt_tokens = 0;  // this process's target tokens
+  double loss = 0;       // label-smoothed loss summed over the step's target tokens (all processes)
+  double nll = 0;        // negative log-likelihood summed likewise
+  double grad_norm = 0;  // global gradient norm before clipping
+  int64_t tgt_tokens = 0;  // target tokens of the step, over all processes
   std::string error;       // kOutOfMemory: the first line of LibTorch's message
   PhaseTimes times;
 };

@@ -8,15 +8,19 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "ckpt/checkpoint.h"
 #include "data/batching.h"
 #include "data/tensors.h"
 #include "model/device.h"
 #include "model/seq2seq.h"
+#include "train/data_parallel.h"
+#include "train/distributed.h"
 #include "train/metrics_log.h"
 #include "train/noam.h"
 #include "train/state.h"
@@ -75,16 +79,21 @@ class Trainer {
   void log_row();
   bool validate();
   void save();
+  // The stop signal any process received (0: none), the same on every process.
+  int agreed_stop_signal(int local);
   bool done();
   double steps_left() const;
   double elapsed() const;
 
   const Config& config_;
   const TrainConfig& tc_;
-  const TrainOptions& options_;
+  TrainOptions options_;
   const std::string& run_dir_;
+  const LaunchEnv env_;
   const bool main_process_;
   torch::Device device_{torch::kCPU};
+  std::unique_ptr<ProcessGroup> group_;  // data-parallel training only
+  std::unique_ptr<DataParallelSync> sync_;
   Precision precision_ = Precision::kFp32;
   RunSetup run_;
   Seq2Seq model_{nullptr};
@@ -100,6 +109,10 @@ class Trainer {
   int64_t last_saved_step_ = -1;
   int64_t last_validated_step_ = -1;
   int64_t out_of_memory_total_ = 0;
+  // Test hook (NMT_DEBUG_CHECK_REPLICAS=1): compare the ranks' weights bit for bit every step.
+  bool check_replicas_ = false;
+  std::pair<int, int64_t> exit_at_{-1, -1};
+  int64_t replica_checks_ = 0;
 };
 
 Trainer::Trainer(const Config& config, const TrainOptions& options)
@@ -107,24 +120,61 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
       tc_(config.train),
       options_(options),
       run_dir_(options.run_dir),
-      main_process_(is_main_process()) {
-  if (main_process_) fs::create_directories(run_dir_);
-  if (main_process_) setup_logging(run_dir_ + "/train.log");
+      env_(read_launch_env()),
+      main_process_(env_.rank == 0) {
+  if (main_process_) {
+    fs::create_directories(run_dir_);
+    setup_logging(run_dir_ + "/train.log");
+  } else {
+    setup_worker_logging(env_.rank);
+  }
   const int threads = effective_threads(config_);
   torch::set_num_threads(threads);
   keep_freed_memory();
   device_ = resolve_device(tc_.device, "train.device");
+  // One GPU a process: torchrun's LOCAL_RANK picks it unless train.device names one.
+  if (env_.distributed() && device_.is_cuda() && tc_.device.find(':') == std::string::npos)
+    device_ = resolve_device("cuda:" + std::to_string(env_.local_rank), "LOCAL_RANK");
   precision_ = parse_precision(tc_.precision, device_, "train.precision");
   spdlog::info("nmt train: run dir {}, {} threads, device {}, precision {}", run_dir_, threads,
                describe_device(device_), precision_name(precision_));
+  // torchrun restarts a failed group with the same command: it must continue, not start over.
+  if (env_.under_torchrun && tc_.auto_resume && !options_.resume &&
+      !list_checkpoints(run_dir_).empty()) {
+    options_.resume = true;
+    spdlog::info("train.auto_resume: {} holds checkpoints, resuming (torchrun restart {})",
+                 run_dir_, env_.restart_count);
+  }
+  std::function<void()> wait_for_main;
+  if (env_.distributed()) {
+    group_ = std::make_unique<ProcessGroup>(env_, device_, std::chrono::seconds(tc_.dist_timeout));
+    spdlog::info("data-parallel: {} processes ({}), this is rank {}, store {}:{}{}",
+                 env_.world_size, group_->backend(), env_.rank, env_.master_addr, env_.master_port,
+                 env_.under_torchrun ? ", launched by torchrun" : "");
+    check_same_on_all_ranks(*group_, config_to_json(config_), "config");
+    wait_for_main = [this] { group_->barrier(); };
+    const char* check = std::getenv("NMT_DEBUG_CHECK_REPLICAS");
+    check_replicas_ = check != nullptr && std::string(check) == "1";
+    if (const char* exit_at = std::getenv("NMT_DEBUG_EXIT")) {
+      const auto parts = split(exit_at, ':');
+      if (parts.size() == 2) exit_at_ = {std::stoi(parts[0]), std::stoll(parts[1])};
+    }
+  }
 
-  run_ = prepare_run(config_, options_);
+  run_ = prepare_run(config_, options_, wait_for_main);
   const Vocabs& vocabs = run_.vocabs;
 
   // Initialised on the CPU from the seed, then moved: the same weights on every device.
   torch::manual_seed(static_cast<uint64_t>(tc_.seed));
   model_ = make_model(config_.model, vocabs.src.size(), vocabs.tgt.size());
   model_->to(device_);
+  if (group_) {
+    broadcast_parameters(*group_, model_->parameters());
+    // Each rank draws its own dropout keys; rank 0 keeps the one-process stream.
+    if (env_.rank > 0)
+      torch::manual_seed(static_cast<uint64_t>(tc_.seed) +
+                         0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(env_.rank));
+  }
   int64_t n_params = 0;
   for (const auto& p : model_->parameters()) n_params += p.numel();
   spdlog::info("model: {} {} parameters, vocab {} / {}", config_.model.arch, n_params,
@@ -132,15 +182,21 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
   optimizer_ = std::make_unique<torch::optim::Adam>(
       model_->parameters(),
       torch::optim::AdamOptions(1.0).betas({tc_.adam_beta1, tc_.adam_beta2}).eps(tc_.adam_eps));
-  step_ = std::make_unique<TrainStep>(model_, *optimizer_, tc_, precision_);
+  if (group_) sync_ = std::make_unique<DataParallelSync>(*group_, model_->parameters());
+  step_ = std::make_unique<TrainStep>(model_, *optimizer_, tc_, precision_, sync_.get());
 
   if (run_.resume_from) {
     const auto& from = *run_.resume_from;
     state_ = TrainerState::from_json(
-        load_training_state(from, model_, *optimizer_, !options_.reset_optimizer),
+        load_training_state(from, model_, *optimizer_, !options_.reset_optimizer, env_.rank),
         from + "/state.json");
     if (options_.reset_optimizer)
       spdlog::info("--reset-optimizer: starting with a fresh Adam state");
+    if (state_.world_size != env_.world_size && !options_.reset_data)
+      throw Error("--resume: " + from + " was trained by " + std::to_string(state_.world_size) +
+                  " process" + (state_.world_size == 1 ? "" : "es") + " and this run has " +
+                  std::to_string(env_.world_size) + ": the data position does not carry over; " +
+                  "pass --reset-data to start a fresh pass over the data");
     if (options_.reset_data) {
       // A fresh pass: the next epoch's plan from its first batch.
       if (state_.batch_in_epoch > 0) ++state_.epoch;
@@ -160,6 +216,7 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
   stream_->seek(state_.epoch, state_.batch_in_epoch);
   spdlog::info("{} batches per epoch of <= {} tokens", stream_->batches_per_epoch(),
                tc_.batch_tokens);
+  state_.world_size = env_.world_size;
   if (main_process_)
     metrics_.emplace(run_dir_ + "/metrics.jsonl", run_.resume_from ? state_.step : int64_t{-1});
   validator_ = std::make_unique<Validator>(config_, run_.vocabs, std::move(run_.valid), run_dir_);
@@ -190,10 +247,14 @@ double Trainer::steps_left() const {
 std::vector<TensorBatch> Trainer::next_batches() {
   const auto t0 = Clock::now();
   std::vector<TensorBatch> batches;
-  for (int64_t k = 0; k < tc_.accum_steps; ++k) {
+  // A step takes accum_steps batches a process from the one plan all processes share: process r
+  // gets the r-th run of accum_steps of them, so the processes together see every batch once,
+  // and a step is the same pairs as one process with accum_steps x processes.
+  for (int64_t k = 0; k < tc_.accum_steps * env_.world_size; ++k) {
     stream_->roll_over();
     if (k > 0 && tc_.max_epochs > 0 && stream_->epoch() >= tc_.max_epochs) break;
-    batches.push_back(make_tensor_batch(run_.corpus, stream_->take()));
+    const auto& pairs = stream_->take();
+    if (k / tc_.accum_steps == env_.rank) batches.push_back(make_tensor_batch(run_.corpus, pairs));
   }
   interval_.add_data_time(std::chrono::duration<double>(Clock::now() - t0).count());
   return batches;
@@ -235,14 +296,26 @@ void Trainer::log_row() {
   spdlog::info(
       "step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | {:.0f} tgt tok/s | "
       "elapsed {} | ETA {}",
-      row.step, row.epoch, row.loss, row.ppl, row.lr, row.tok_per_s,
-      format_duration(row.elapsed_s), format_duration(steps_left() * step_avg));
+      row.step, row.epoch, row.loss, row.ppl, row.lr, row.tok_per_s, format_duration(row.elapsed_s),
+      format_duration(steps_left() * step_avg));
   if (metrics_) metrics_->write(to_json(row));
 }
 
 bool Trainer::validate() {
   last_validated_step_ = state_.step;
-  return validator_->validate(model_, state_, metrics_ ? &*metrics_ : nullptr);
+  // On the main process; the others wait for its early-stopping decision.
+  bool keep_going = true;
+  if (main_process_)
+    keep_going = validator_->validate(model_, state_, metrics_ ? &*metrics_ : nullptr);
+  if (group_) keep_going = group_->sum({keep_going && main_process_ ? 1.0 : 0.0})[0] > 0;
+  return keep_going;
+}
+
+int Trainer::agreed_stop_signal(int local) {
+  if (!group_) return local;
+  // SIGINT wins over SIGTERM when processes saw different ones.
+  const auto sums = group_->sum({local == SIGINT ? 1.0 : 0.0, local == SIGTERM ? 1.0 : 0.0});
+  return sums[0] > 0 ? SIGINT : sums[1] > 0 ? SIGTERM : 0;
 }
 
 void Trainer::save() {
@@ -253,8 +326,11 @@ void Trainer::save() {
     state_.loss_scale = step_->loss_scaler().scale();
     state_.loss_scale_good_steps = step_->loss_scaler().good_steps();
   }
+  // Every rank's generator, so that a resume continues each rank's dropout exactly.
+  std::vector<torch::Tensor> rank_rng;
+  if (group_) rank_rng = group_->all_gather(cpu_generator_state());
   const auto path = save_checkpoint(run_dir_, state_.step, config_, run_.vocabs, model_,
-                                    *optimizer_, state_.to_json(), tc_.keep_last);
+                                    *optimizer_, state_.to_json(), tc_.keep_last, rank_rng);
   last_saved_step_ = state_.step;
   clear_progress();
   spdlog::info("saved checkpoint {}", path);
@@ -271,8 +347,13 @@ void Trainer::run() {
   int stop_signal = 0;
   while (!done()) {
     // Checked between steps: the previous step is complete, so the checkpoint is consistent.
-    if ((stop_signal = signals.requested()) != 0) break;
+    if ((stop_signal = agreed_stop_signal(signals.requested())) != 0) break;
     // Gathered first: the loss is normalised by the step's target tokens.
+    if (group_) group_->set_step(state_.step);
+    // Test hook: NMT_DEBUG_EXIT="RANK:STEP" makes that rank die (as from SIGKILL: no clean-up)
+    // after STEP steps, on torchrun's first attempt only, so that a restart can be tested.
+    if (exit_at_ == std::make_pair(env_.rank, state_.step) && env_.restart_count == 0)
+      std::_Exit(1);
     const auto batches = next_batches();
     const double lr =
         noam_lr(state_.step + 1, config_.model.d_model, tc_.warmup_steps, tc_.lr_factor);
@@ -286,6 +367,10 @@ void Trainer::run() {
     }
     ++state_.step;
     state_.tgt_tokens += result.tgt_tokens;
+    if (check_replicas_) {
+      check_replicas(*group_, model_->parameters(), "after step " + std::to_string(state_.step));
+      ++replica_checks_;
+    }
     if (stderr_is_tty()) {
       const double step_avg = elapsed() / static_cast<double>(state_.step);
       char buf[200];
@@ -311,11 +396,16 @@ void Trainer::run() {
   }
   if (last_validated_step_ != state_.step) validate();
   if (last_saved_step_ != state_.step) save();
+  if (check_replicas_)
+    spdlog::info(
+        "replica check: the weights of all {} ranks were bitwise identical after each "
+        "of {} steps",
+        env_.world_size, replica_checks_);
   spdlog::info("training done: {} steps, {} target tokens, {}{}", state_.step, state_.tgt_tokens,
                format_duration(elapsed()),
-               out_of_memory_total_ > 0
-                   ? ", " + std::to_string(out_of_memory_total_) + " batches skipped (out of memory)"
-                   : std::string());
+               out_of_memory_total_ > 0 ? ", " + std::to_string(out_of_memory_total_) +
+                                              " batches skipped (out of memory)"
+                                        : std::string());
 }
 
 }  // namespace

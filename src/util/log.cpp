@@ -25,6 +25,15 @@ void setup_logging(const std::string& log_file, bool verbose) {
   spdlog::set_default_logger(logger);
 }
 
+void setup_worker_logging(int rank) {
+  auto logger = std::make_shared<spdlog::logger>(
+      "nmt", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  logger->set_pattern("[%Y-%m-%d %H:%M:%S] [rank " + std::to_string(rank) + "] [%^%l%$] %v");
+  logger->set_level(spdlog::level::warn);
+  logger->flush_on(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+}
+
 bool stderr_is_tty() {
   static const bool tty = ::isatty(STDERR_FILENO) == 1;
   return tty;

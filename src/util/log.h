@@ -8,6 +8,10 @@ namespace nmt {
 // Logs go to stderr; with a file path they are also appended there.
 void setup_logging(const std::string& log_file = "", bool verbose = false);
 
+// A data-parallel worker other than rank 0: warnings and errors only, to stderr, each line
+// prefixed with "[rank N]".
+void setup_worker_logging(int rank);
+
 // True when stderr is a terminal: progress is then redrawn in place.
 bool stderr_is_tty();
 

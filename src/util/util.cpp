@@ -1,6 +1,8 @@
 #include "util/util.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -250,6 +252,21 @@ int hardware_threads() {
 }  // namespace nmt
 
 namespace nmt {
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw Error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) throw Error(std::string("cannot find a free TCP port: ") + std::strerror(err));
+  return ntohs(addr.sin_port);
+}
+
 int process_rank() {
   const char* rank = std::getenv("RANK");
   if (rank == nullptr || *rank == '\0') return 0;

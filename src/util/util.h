@@ -24,17 +24,31 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Thrown when a signal asked the process to stop after finishing its work cleanly; main exits
-// with 128 + signal, as shells expect, without an error message.
-class Interrupted : public std::exception {
+// Thrown to end the process with an exit status and no error message: main returns it.
+class ExitStatus : public std::exception {
  public:
-  explicit Interrupted(int signal) : signal_(signal) {}
+  explicit ExitStatus(int status) : status_(status) {}
+  int status() const { return status_; }
+  const char* what() const noexcept override { return "exit status"; }
+
+ private:
+  int status_;
+};
+
+// Thrown when a signal asked the process to stop after finishing its work cleanly: exit status
+// 128 + signal, as shells expect.
+class Interrupted : public ExitStatus {
+ public:
+  explicit Interrupted(int signal) : ExitStatus(128 + signal), signal_(signal) {}
   int signal() const { return signal_; }
   const char* what() const noexcept override { return "interrupted"; }
 
  private:
   int signal_;
 };
+
+// A loopback TCP port that nothing listens on right now (the kernel's pick).
+int free_loopback_port();
 
 // True when s is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
 bool is_valid_utf8(std::string_view s);

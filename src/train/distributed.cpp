@@ -1,0 +1,270 @@
+#include "train/distributed.h"
+
+#include <torch/version.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+
+#include <cerrno>
+#include <cstdlib>
+#include <thread>
+
+#include "util/util.h"
+
+// Each backend where its headers were found at configure time (CMakeLists.txt).
+#ifdef NMT_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#ifdef NMT_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace nmt {
+
+namespace {
+
+// LibTorch 2 split the collectives of a process group into backends (Gloo, NCCL); 1.13 had them
+// on the process group itself. Either way the same calls.
+#if TORCH_VERSION_MAJOR >= 2
+using Collectives = c10d::Backend;
+#else
+using Collectives = c10d::ProcessGroup;
+#endif
+
+const char* env_or_null(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+int env_int(const char* name, int lo, int hi) {
+  const char* v = env_or_null(name);
+  if (v == nullptr) throw Error(std::string(name) + " is not set (torchrun sets it)");
+  char* end = nullptr;
+  errno = 0;
+  const long x = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi)
+    throw Error(std::string(name) + "=" + v + ": expected an integer in [" + std::to_string(lo) +
+                ", " + std::to_string(hi) + "]");
+  return static_cast<int>(x);
+}
+
+std::string first_line(const std::string& s) {
+  const auto end = s.find('\n');
+  return end == std::string::npos ? s : s.substr(0, end);
+}
+
+std::string error_text(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e))
+    return first_line(c->what_without_backtrace());
+  return first_line(e.what());
+}
+
+}  // namespace
+
+LaunchEnv read_launch_env() {
+  LaunchEnv env;
+  const bool any = env_or_null("WORLD_SIZE") != nullptr || env_or_null("RANK") != nullptr;
+  if (!any) return env;
+  env.world_size = env_int("WORLD_SIZE", 1, 1 << 20);
+  env.rank = env_int("RANK", 0, env.world_size - 1);
+  env.local_rank = env_or_null("LOCAL_RANK") ? env_int("LOCAL_RANK", 0, env.world_size - 1) : 0;
+  env.under_torchrun = env_or_null("TORCHELASTIC_RUN_ID") != nullptr;
+  if (!env.distributed()) return env;
+  const char* addr = env_or_null("MASTER_ADDR");
+  if (addr == nullptr) throw Error("MASTER_ADDR is not set (torchrun sets it; WORLD_SIZE > 1)");
+  env.master_addr = addr;
+  env.master_port = env_int("MASTER_PORT", 1, 65535);
+  if (const char* v = env_or_null("TORCHELASTIC_USE_AGENT_STORE"))
+    env.agent_store = std::string(v) == "True";
+  if (env_or_null("TORCHELASTIC_RESTART_COUNT"))
+    env.restart_count = env_int("TORCHELASTIC_RESTART_COUNT", 0, 1 << 20);
+  return env;
+}
+
+struct ProcessGroup::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<Collectives> pg;
+};
+
+namespace {
+
+class PendingWork : public ProcessGroup::Pending {
+ public:
+  PendingWork(c10::intrusive_ptr<c10d::Work> work, ProcessGroup* group)
+      : work_(std::move(work)), group_(group) {}
+  void wait() override {
+    try {
+      work_->wait();
+    } catch (const std::exception& e) {
+      group_->fail("a gradient all-reduce", e);
+    }
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  ProcessGroup* group_;
+};
+
+std::string failure_key(int rank) { return "nmt/failed/" + std::to_string(rank); }
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
+                           std::chrono::seconds timeout)
+    : impl_(std::make_unique<Impl>()), rank_(env.rank), size_(env.world_size), device_(device) {
+  agent_store_ = env.agent_store;
+  const std::string endpoint = env.master_addr + ":" + std::to_string(env.master_port);
+  try {
+    c10d::TCPStoreOptions opts;
+    opts.port = static_cast<uint16_t>(env.master_port);
+    // Under torchrun's agent, the agent hosts the store and every worker is a client, in a
+    // namespace of its own per restart (as torch.distributed does it).
+    opts.isServer = env.rank == 0 && !env.agent_store;
+    if (!env.agent_store) opts.numWorkers = static_cast<size_t>(env.world_size);
+    opts.waitWorkers = !env.agent_store;
+    opts.timeout = timeout;
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+    impl_->store = env.agent_store
+                       ? c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::PrefixStore>(
+                             "/worker/attempt_" + std::to_string(env.restart_count), tcp))
+                       : c10::intrusive_ptr<c10d::Store>(tcp);
+  } catch (const std::exception& e) {
+    throw Error("rank " + std::to_string(env.rank) + ": cannot meet the other ranks at " +
+                endpoint + " (MASTER_ADDR:MASTER_PORT) within " + std::to_string(timeout.count()) +
+                " s: " + error_text(e));
+  }
+  try {
+    if (device.is_cuda()) {
+#ifdef NMT_WITH_NCCL
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      impl_->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env.rank,
+                                                              env.world_size, options);
+      backend_ = "nccl";
+#else
+      throw Error("data-parallel training on CUDA needs NCCL: this build found no nccl.h");
+#endif
+    } else {
+#ifdef NMT_WITH_GLOO
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      // GLOO_SOCKET_IFNAME picks the network interface, as in torch.distributed; a loopback
+      // master means one machine.
+      if (const char* ifname = env_or_null("GLOO_SOCKET_IFNAME"))
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+      else if (is_loopback(env.master_addr))
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      else
+        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank,
+                                                              env.world_size, options);
+      backend_ = "gloo";
+#else
+      throw Error(
+          "data-parallel training on the CPU needs Gloo: this build found no Gloo "
+          "headers (Debian: libgloo-dev)");
+#endif
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error("rank " + std::to_string(env.rank) + ": cannot form the data-parallel group (" +
+                std::to_string(env.world_size) + " ranks, store at " + endpoint +
+                "): " + error_text(e));
+  }
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+std::unique_ptr<ProcessGroup::Pending> ProcessGroup::all_reduce_sum(torch::Tensor t) {
+  try {
+    std::vector<at::Tensor> tensors{std::move(t)};
+    return std::make_unique<PendingWork>(impl_->pg->allreduce(tensors), this);
+  } catch (const std::exception& e) {
+    fail("a gradient all-reduce", e);
+  }
+}
+
+std::vector<double> ProcessGroup::sum(const std::vector<double>& values) {
+  auto t = torch::tensor(values, torch::kDouble).to(device_);
+  try {
+    std::vector<at::Tensor> tensors{t};
+    impl_->pg->allreduce(tensors)->wait();
+  } catch (const std::exception& e) {
+    fail("a step's sums", e);
+  }
+  t = t.cpu();
+  return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
+}
+
+void ProcessGroup::broadcast(std::vector<torch::Tensor> tensors, int root) {
+  torch::NoGradGuard no_grad;  // the tensors are parameters: written in place
+  try {
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    // One tensor per call: Gloo broadcasts a list only when it is one tensor per device.
+    for (auto& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      impl_->pg->broadcast(one, opts)->wait();
+    }
+  } catch (const std::exception& e) {
+    fail("the broadcast of rank " + std::to_string(root) + "'s weights", e);
+  }
+}
+
+std::vector<torch::Tensor> ProcessGroup::all_gather(const torch::Tensor& t) {
+  std::vector<at::Tensor> input{t.to(device_).contiguous()};
+  std::vector<std::vector<at::Tensor>> output(1);
+  for (int r = 0; r < size_; ++r) output[0].push_back(torch::empty_like(input[0]));
+  try {
+    impl_->pg->allgather(output, input)->wait();
+  } catch (const std::exception& e) {
+    fail("an all-gather", e);
+  }
+  for (auto& o : output[0]) o = o.cpu();
+  return output[0];
+}
+
+void ProcessGroup::barrier() { sum({0.0}); }
+
+std::string ProcessGroup::lost_ranks() {
+  std::vector<int> lost;
+  try {
+    impl_->store->setTimeout(std::chrono::seconds(5));
+    impl_->store->set(failure_key(rank_), {1});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    for (;;) {
+      lost.clear();
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_ && !impl_->store->check({failure_key(r)})) lost.push_back(r);
+      if (lost.empty() || std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  } catch (const std::exception&) {
+    // The store is gone with its host: rank 0, unless torchrun's agent holds it.
+    return agent_store_ ? "" : "rank 0 (it hosts the rendezvous store)";
+  }
+  if (lost.empty()) return "";
+  std::string s = lost.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < lost.size(); ++i) s += (i > 0 ? ", " : "") + std::to_string(lost[i]);
+  return s;
+}
+
+void ProcessGroup::fail(const std::string& what, const std::exception& e) {
+  const std::string text = error_text(e);
+  const std::string lost = lost_ranks();
+  std::string cause = "the data-parallel group failed";
+  if (!lost.empty())
+    cause = "lost " + lost + " (exited, or stopped answering within train.dist_timeout)";
+  throw Error("rank " + std::to_string(rank_) + ": " + cause + " during " + what + " at step " +
+              std::to_string(step_ + 1) + ": " + text);
+}
+
+}  // namespace nmt

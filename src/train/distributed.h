@@ -1,0 +1,87 @@
+// Data-parallel training's process group, over torch.distributed's c10d as PyTorch's own
+// DistributedDataParallel uses it: the environment torchrun gives each worker, a TCPStore
+// rendezvous, and Gloo on the CPU or NCCL on CUDA. c10d's headers stay in distributed.cpp.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nmt {
+
+// What torchrun (or `nmt train --nproc`) tells a worker: RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR, MASTER_PORT, and under torchrun's agent TORCHELASTIC_USE_AGENT_STORE and
+// TORCHELASTIC_RESTART_COUNT.
+struct LaunchEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr;
+  int master_port = 0;
+  bool agent_store = false;     // torchrun's agent hosts the store: every rank is a client
+  int restart_count = 0;        // torchrun restarts so far (0 on the first attempt)
+  bool under_torchrun = false;  // TORCHELASTIC_RUN_ID is set
+  bool distributed() const { return world_size > 1; }
+};
+
+// Reads the launch variables; none set means one process. Throws Error naming a variable that is
+// missing or malformed (a RANK without WORLD_SIZE, a rank outside [0, WORLD_SIZE), ...).
+LaunchEnv read_launch_env();
+
+// One process's membership of the group. Every call is a collective: all ranks make the same
+// calls in the same order. A rank that dies or stops answering makes the others' calls throw
+// Error within the timeout.
+class ProcessGroup {
+ public:
+  // Rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 hosts the store unless torchrun's agent
+  // does), then a Gloo (CPU device) or NCCL (CUDA device) group.
+  ProcessGroup(const LaunchEnv& env, const torch::Device& device, std::chrono::seconds timeout);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& backend() const { return backend_; }
+
+  // An all-reduce (sum) in flight; wait() finishes it, leaving the sums in the tensor.
+  class Pending {
+   public:
+    virtual ~Pending() = default;
+    virtual void wait() = 0;
+  };
+  // Starts summing `t` (contiguous, on the group's device) in place over the ranks.
+  std::unique_ptr<Pending> all_reduce_sum(torch::Tensor t);
+
+  // The element-wise sums over ranks of host values (one small all-reduce).
+  std::vector<double> sum(const std::vector<double>& values);
+  // Copies root's tensors into every rank's (in place; same shapes everywhere).
+  void broadcast(std::vector<torch::Tensor> tensors, int root);
+  // Every rank's `t` (same shape everywhere), in rank order, on the CPU.
+  std::vector<torch::Tensor> all_gather(const torch::Tensor& t);
+  void barrier();
+
+  // The step this rank is at, for error messages.
+  void set_step(int64_t step) { step_ = step; }
+
+  // Throws Error for a failed collective: "rank R: lost rank(s) L during WHAT at step S: ...".
+  [[noreturn]] void fail(const std::string& what, const std::exception& e);
+
+ private:
+  // After a failed collective every live rank signs in at the store; the ranks that do not
+  // within a few seconds are the lost ones.
+  std::string lost_ranks();
+  int64_t step_ = 0;
+  bool agent_store_ = false;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::string backend_;
+  torch::Device device_;
+};
+
+}  // namespace nmt

@@ -1,0 +1,288 @@
+// Data-parallel training: torchrun's environment, and the binary launched by torchrun with two
+// processes of one thread over loopback (Gloo), against one process.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "helpers.h"
+#include "train/distributed.h"
+#include "train/metrics_log.h"
+#include "util/util.h"
+
+using nmt_test::nmt_bin;
+using nmt_test::run_command;
+
+namespace {
+
+// Sets environment variables for one scope, restoring the old values after.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::map<std::string, std::string>& vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name.c_str());
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      if (value.empty())
+        ::unsetenv(name.c_str());
+      else
+        ::setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value)
+        ::setenv(name.c_str(), value->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+const std::map<std::string, std::string> kNoLaunch = {{"RANK", ""},
+                                                      {"WORLD_SIZE", ""},
+                                                      {"LOCAL_RANK", ""},
+                                                      {"MASTER_ADDR", ""},
+                                                      {"MASTER_PORT", ""},
+                                                      {"TORCHELASTIC_USE_AGENT_STORE", ""},
+                                                      {"TORCHELASTIC_RESTART_COUNT", ""},
+                                                      {"TORCHELASTIC_RUN_ID", ""}};
+
+std::string expect_error(const std::map<std::string, std::string>& vars) {
+  ScopedEnv clean(kNoLaunch);
+  ScopedEnv env(vars);
+  try {
+    nmt::read_launch_env();
+  } catch (const nmt::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A small quickstart model, one thread, no dropout (so that one process and two draw nothing
+// that differs), a row in metrics.jsonl every step.
+std::string train_args(const nmt_test::TempDir& dir, const std::string& run, int steps) {
+  const std::string d = dir / "data";
+  return " train --config configs/quickstart.json --run-dir " + (dir / run) +
+         " --set data.train_src=" + d + "/train.en --set data.train_tgt=" + d + "/train.de" +
+         " --set data.valid_src= --set data.valid_tgt= --set vocab.size=80" +
+         " --set model.d_model=32 --set model.d_ff=64 --set model.heads=2" +
+         " --set model.dropout=0 --set model.attention_dropout=0 --set train.threads=1" +
+         " --set train.batch_tokens=600 --set train.warmup_steps=20 --set train.log_every=1" +
+         " --set train.save_every=" + std::to_string(steps) +
+         " --set train.max_steps=" + std::to_string(steps);
+}
+
+}  // namespace
+
+TEST(LaunchEnv, ReadsTorchrunsVariables) {
+  {
+    ScopedEnv clean(kNoLaunch);
+    const auto env = nmt::read_launch_env();
+    EXPECT_FALSE(env.distributed());
+    EXPECT_EQ(env.rank, 0);
+    EXPECT_EQ(env.world_size, 1);
+  }
+  {
+    ScopedEnv clean(kNoLaunch);
+    ScopedEnv env({{"RANK", "3"},
+                   {"WORLD_SIZE", "4"},
+                   {"LOCAL_RANK", "1"},
+                   {"MASTER_ADDR", "10.0.0.1"},
+                   {"MASTER_PORT", "29500"},
+                   {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                   {"TORCHELASTIC_RESTART_COUNT", "2"},
+                   {"TORCHELASTIC_RUN_ID", "none"}});
+    const auto e = nmt::read_launch_env();
+    EXPECT_TRUE(e.distributed());
+    EXPECT_EQ(e.rank, 3);
+    EXPECT_EQ(e.world_size, 4);
+    EXPECT_EQ(e.local_rank, 1);
+    EXPECT_EQ(e.master_addr, "10.0.0.1");
+    EXPECT_EQ(e.master_port, 29500);
+    EXPECT_TRUE(e.agent_store);
+    EXPECT_EQ(e.restart_count, 2);
+    EXPECT_TRUE(e.under_torchrun);
+  }
+  EXPECT_NE(expect_error({{"RANK", "1"}}).find("WORLD_SIZE is not set"), std::string::npos);
+  EXPECT_NE(expect_error({{"RANK", "2"}, {"WORLD_SIZE", "2"}})
+                .find("RANK=2: expected an integer in [0, 1]"),
+            std::string::npos);
+  EXPECT_NE(expect_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}}).find("MASTER_ADDR is not set"),
+            std::string::npos);
+  EXPECT_NE(
+      expect_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "x"}})
+          .find("MASTER_PORT=x"),
+      std::string::npos);
+}
+
+// torchrun --nproc_per_node 2 (1 thread each, accum_steps 1) trains like one process with
+// accum_steps 2 and the same batch_tokens: each step is the same pairs, the loss is normalised by
+// the step's tokens over both processes, so the losses agree to float rounding; and the two
+// ranks' weights are bitwise identical after every step (NMT_DEBUG_CHECK_REPLICAS).
+TEST(DataParallel, TwoProcessesTrainLikeOneWithTwiceTheAccumulation) {
+  nmt_test::TempDir dir;
+  const auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
+                               " --train 400 --valid 10 --test 10");
+  ASSERT_EQ(gen.status, 0) << gen.output;
+  constexpr int kSteps = 30;
+  auto one =
+      run_command(nmt_bin() + train_args(dir, "one", kSteps) + " --set train.accum_steps=2 2>&1");
+  ASSERT_EQ(one.status, 0) << one.output;
+  // The same vocabulary: the one-process run trained it.
+  const std::string vocab = " --set vocab.model=" + (dir / "one/spm.model");
+  // scripts/torchrun: Debian's torchrun with its Python 3.11 fix.
+  auto two =
+      run_command("NMT_DEBUG_CHECK_REPLICAS=1 scripts/torchrun --nproc_per_node 2 --master_port " +
+                  std::to_string(nmt::free_loopback_port()) + " --no_python " +
+                  nmt_test::nmt_binary() + train_args(dir, "two", kSteps) + vocab + " 2>&1");
+  ASSERT_EQ(two.status, 0) << two.output;
+
+  const auto log = nmt_test::read_text(dir / "two/train.log");
+  EXPECT_NE(log.find("data-parallel: 2 processes (gloo), this is rank 0"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("launched by torchrun"), std::string::npos) << log;
+  EXPECT_NE(log.find("the weights of all 2 ranks were bitwise identical after each of 30 steps"),
+            std::string::npos)
+      << log;
+
+  const auto a = nmt::read_metrics(dir / "one/metrics.jsonl").train;
+  const auto b = nmt::read_metrics(dir / "two/metrics.jsonl").train;
+  ASSERT_EQ(a.size(), static_cast<size_t>(kSteps));
+  ASSERT_EQ(b.size(), a.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].step, b[i].step);
+    EXPECT_EQ(a[i].tgt_tokens, b[i].tgt_tokens) << "step " << a[i].step;
+    const double rel = std::abs(a[i].loss - b[i].loss) / std::abs(a[i].loss);
+    worst = std::max(worst, rel);
+    EXPECT_LE(rel, 1e-4) << "step " << a[i].step << ": " << a[i].loss << " vs " << b[i].loss;
+  }
+  std::printf("[          ] largest relative loss difference over %d steps: %.3g\n", kSteps, worst);
+  // Only rank 0 writes: one metrics file, one set of checkpoints.
+  EXPECT_TRUE(nmt::file_exists(dir / "two/checkpoints/ckpt-00000030/model.pt"));
+}
+
+namespace {
+std::vector<std::pair<int64_t, double>> losses_of(const std::string& metrics) {
+  std::vector<std::pair<int64_t, double>> out;
+  for (const auto& r : nmt::read_metrics(metrics).train) out.emplace_back(r.step, r.loss);
+  return out;
+}
+
+std::string md5_of(const std::string& path) {
+  const auto r = run_command("md5sum '" + path + "' | cut -d' ' -f1");
+  return r.output;
+}
+
+// A data set and the vocabulary of a one-process run, for the tests below.
+struct Fixture {
+  nmt_test::TempDir dir;
+  std::string vocab;
+  Fixture() {
+    const auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
+                                 " --train 400 --valid 10 --test 10");
+    EXPECT_EQ(gen.status, 0) << gen.output;
+    const auto r = run_command(nmt_bin() + train_args(dir, "vocab", 1) + " 2>&1");
+    EXPECT_EQ(r.status, 0) << r.output;
+    vocab = " --set vocab.model=" + (dir / "vocab/spm.model");
+  }
+};
+}  // namespace
+
+// `nmt train --nproc 2`, dropout on, validation and a checkpoint at step 15: 15 steps and a
+// --resume to 30 give the same per-step losses and model.pt bytes as 30 steps in one go (each
+// rank's generator and the shared data position are in the checkpoint). A resume with another
+// number of processes is refused, naming both, unless --reset-data.
+TEST(DataParallel, ResumeWithTwoProcessesIsBitExact) {
+  Fixture f;
+  const std::string same = f.vocab + " --set model.dropout=0.1 --set model.attention_dropout=0.1" +
+                           " --set data.valid_src=" + (f.dir / "data/valid.en") +
+                           " --set data.valid_tgt=" + (f.dir / "data/valid.de") +
+                           " --set train.valid_every=15 --set train.save_every=15";
+  const std::string common = same + " --nproc 2 2>&1";
+  auto full = run_command(nmt_bin() + train_args(f.dir, "full", 30) + common);
+  ASSERT_EQ(full.status, 0) << full.output;
+  auto half = run_command(nmt_bin() + train_args(f.dir, "half", 15) + common);
+  ASSERT_EQ(half.status, 0) << half.output;
+  auto rest = run_command(nmt_bin() + train_args(f.dir, "half", 30) + common + " --resume");
+  ASSERT_EQ(rest.status, 0) << rest.output;
+  EXPECT_NE(nmt_test::read_text(f.dir / "half/train.log").find("resumed from"), std::string::npos);
+  EXPECT_TRUE(nmt::file_exists(f.dir / "half/checkpoints/ckpt-00000015/rng_ranks.pt"));
+
+  const auto a = losses_of(f.dir / "full/metrics.jsonl");
+  ASSERT_EQ(a.size(), 30u);
+  EXPECT_EQ(a, losses_of(f.dir / "half/metrics.jsonl"));
+  EXPECT_EQ(md5_of(f.dir / "full/checkpoints/ckpt-00000030/model.pt"),
+            md5_of(f.dir / "half/checkpoints/ckpt-00000030/model.pt"));
+
+  // One process cannot continue a two-process run's data position...
+  auto one = run_command(nmt_bin() + train_args(f.dir, "half", 40) + same + " --resume 2>&1");
+  EXPECT_EQ(one.status, 1) << one.output;
+  EXPECT_NE(one.output.find("was trained by 2 processes and this run has 1"), std::string::npos)
+      << one.output;
+  EXPECT_NE(one.output.find("--reset-data"), std::string::npos) << one.output;
+  // ...unless it starts a fresh pass over the data.
+  auto reset =
+      run_command(nmt_bin() + train_args(f.dir, "half", 32) + same + " --resume --reset-data 2>&1");
+  EXPECT_EQ(reset.status, 0) << reset.output;
+}
+
+// A rank that dies (SIGKILL) makes the other exit 1 at once with one line naming it, well within
+// train.dist_timeout, and leaves no checkpoint behind.
+TEST(DataParallel, AKilledRankStopsTheOtherWithAClearError) {
+  Fixture f;
+  const std::string args = train_args(f.dir, "run", 1000000) + f.vocab +
+                           " --set train.dist_timeout=30 --set train.save_every=1000000";
+  const std::string env =
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(nmt::free_loopback_port()) +
+      " WORLD_SIZE=2";
+  const std::string script =
+      "(" + env + " RANK=0 " + nmt_bin() + args + " > " + (f.dir / "rank0.out") +
+      " 2>&1; echo $? > " + (f.dir / "rank0.rc") + ") & " + env + " RANK=1 " + nmt_bin() + args +
+      " > " + (f.dir / "rank1.out") + " 2>&1 & R1=$!; " +
+      // Killed once both are training.
+      "for i in $(seq 200); do grep -q 'step 5 ' " + (f.dir / "run/train.log") +
+      " 2>/dev/null && break; sleep 0.1; done; kill -9 $R1; s=$(date +%s%N); wait 2>/dev/null; " +
+      "echo $(( ($(date +%s%N) - s) / 1000000 ))";
+  nmt_test::write_text(f.dir / "kill.sh", script);
+  const auto r = run_command("bash " + (f.dir / "kill.sh"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  // The last line: milliseconds from the kill to rank 0's exit.
+  const auto lines = nmt::split(nmt::trim(r.output), '\n');
+  const double seconds = std::stod(lines.back()) / 1000.0;
+  EXPECT_LT(seconds, 15.0) << "rank 0 took " << seconds << " s to give up";
+  std::printf("[          ] rank 0 exited %.2f s after rank 1 was killed\n", seconds);
+  EXPECT_EQ(nmt_test::read_text(f.dir / "rank0.rc"), "1\n");
+  const auto out = nmt_test::read_text(f.dir / "rank0.out");
+  EXPECT_NE(out.find("nmt: error: rank 0: lost rank 1 (exited, or stopped answering within "
+                     "train.dist_timeout) during "),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(std::filesystem::exists(f.dir / "run/checkpoints")) << out;
+}
+
+// torchrun --max_restarts 1: rank 1 dies after step 12 (NMT_DEBUG_EXIT), torchrun restarts the
+// group, and it continues from the step-10 checkpoint by itself (train.auto_resume) to step 20.
+TEST(DataParallel, TorchrunRestartResumesFromTheNewestCheckpoint) {
+  Fixture f;
+  const auto r = run_command(
+      "NMT_DEBUG_EXIT=1:12 scripts/torchrun --nproc_per_node 2 --max_restarts 1 --master_port " +
+      std::to_string(nmt::free_loopback_port()) + " --no_python " + nmt_test::nmt_binary() +
+      train_args(f.dir, "run", 20) + f.vocab + " --set train.save_every=10 2>&1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto log = nmt_test::read_text(f.dir / "run/train.log");
+  EXPECT_NE(log.find("train.auto_resume: "), std::string::npos) << log;
+  EXPECT_NE(log.find("resuming (torchrun restart 1)"), std::string::npos) << log;
+  EXPECT_NE(log.find("at step 10, epoch"), std::string::npos) << log;
+  const auto steps = losses_of(f.dir / "run/metrics.jsonl");
+  ASSERT_EQ(steps.size(), 20u);
+  EXPECT_EQ(steps.back().first, 20);
+  EXPECT_TRUE(nmt::file_exists(f.dir / "run/checkpoints/ckpt-00000020/model.pt"));
+}
