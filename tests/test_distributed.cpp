@@ -176,11 +176,6 @@ std::vector<std::pair<int64_t, double>> losses_of(const std::string& metrics) {
   return out;
 }
 
-std::string md5_of(const std::string& path) {
-  const auto r = run_command("md5sum '" + path + "' | cut -d' ' -f1");
-  return r.output;
-}
-
 // A data set and the vocabulary of a one-process run, for the tests below.
 struct Fixture {
   nmt_test::TempDir dir;
@@ -219,8 +214,9 @@ TEST(DataParallel, ResumeWithTwoProcessesIsBitExact) {
   const auto a = losses_of(f.dir / "full/metrics.jsonl");
   ASSERT_EQ(a.size(), 30u);
   EXPECT_EQ(a, losses_of(f.dir / "half/metrics.jsonl"));
-  EXPECT_EQ(md5_of(f.dir / "full/checkpoints/ckpt-00000030/model.pt"),
-            md5_of(f.dir / "half/checkpoints/ckpt-00000030/model.pt"));
+  const auto weights = nmt_test::read_text(f.dir / "full/checkpoints/ckpt-00000030/model.pt");
+  EXPECT_FALSE(weights.empty());
+  EXPECT_TRUE(weights == nmt_test::read_text(f.dir / "half/checkpoints/ckpt-00000030/model.pt"));
 
   // One process cannot continue a two-process run's data position...
   auto one = run_command(nmt_bin() + train_args(f.dir, "half", 40) + same + " --resume 2>&1");

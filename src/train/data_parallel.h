@@ -25,8 +25,6 @@ class DataParallelSync : public GradientSync {
   void gradients_ready(const std::vector<torch::Tensor>& params) override;
   void sum(std::vector<double>& values) override;
 
-  size_t buckets() const { return buckets_.size(); }
-
  private:
   struct Bucket {
     std::vector<size_t> params;  // indices into params_
