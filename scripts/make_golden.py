@@ -129,6 +129,23 @@ def tensor_json(t):
     return {"shape": list(t.shape), "data": [round(float(v), 12) for v in t.reshape(-1)]}
 
 
+def case_json(c, model_cfg, params, src, tgt_in, logits):
+    """One fixture case: the config, nmt-named weights, the inputs and PyTorch's logits."""
+    return {
+        "name": c["name"], "model": model_cfg, "src_vocab": c["src_vocab"],
+        "tgt_vocab": c["tgt_vocab"], "params": {k: tensor_json(v) for k, v in params.items()},
+        "src": src.tolist(), "tgt_in": tgt_in.tolist(), "logits": tensor_json(logits),
+    }
+
+
+def write_fixture(path, cases):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"torch_version": torch.__version__, "cases": cases}, f)
+        f.write("\n")
+    print(f"wrote {len(cases)} cases to {path}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "golden.json"))
@@ -146,17 +163,8 @@ def main():
         logits = forward(m, c, src, tgt_in)
         model_cfg = {k: c[k] for k in ("d_model", "heads", "encoder_layers", "decoder_layers",
                                        "d_ff", "norm", "positional", "tie_embeddings", "max_positions")}
-        cases.append({
-            "name": c["name"], "model": model_cfg, "src_vocab": c["src_vocab"],
-            "tgt_vocab": c["tgt_vocab"],
-            "params": {k: tensor_json(v) for k, v in nmt_names(m, c).items()},
-            "src": src.tolist(), "tgt_in": tgt_in.tolist(), "logits": tensor_json(logits),
-        })
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump({"torch_version": torch.__version__, "cases": cases}, f)
-        f.write("\n")
-    print(f"wrote {len(cases)} cases to {a.out}")
+        cases.append(case_json(c, model_cfg, nmt_names(m, c), src, tgt_in, logits))
+    write_fixture(a.out, cases)
 
 
 if __name__ == "__main__":

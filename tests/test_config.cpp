@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "config/config.h"
 #include "helpers.h"
 #include "util/util.h"
 
 using namespace nmt;
+using nlohmann::json;
 
 namespace {
 // The error message parse_config gives, or "" when it accepts the input.
@@ -121,8 +124,58 @@ TEST(Config, DumpRoundTripsEveryKey) {
   EXPECT_EQ(again.decode.max_len_b, 7);
 }
 
+TEST(Config, RnnKeysLiveInTheirOwnSection) {
+  const Config c = parse_config(
+      R"({"model": {"arch": "rnn", "d_model": 64, "rnn": {"cell": "lstm", "hidden": 96,
+          "layers": 2, "attention": "luong_general"}}, "train": {"max_steps": 1}})");
+  EXPECT_EQ(c.model.arch, "rnn");
+  EXPECT_EQ(c.model.rnn.cell, "lstm");
+  EXPECT_EQ(c.model.rnn.hidden, 96);
+  EXPECT_EQ(c.model.rnn.layers, 2);
+  EXPECT_EQ(c.model.rnn.attention, "luong_general");
+  // The printed config has the RNN section and no Transformer keys, and parses back.
+  const json printed = json::parse(config_to_json(c));
+  EXPECT_TRUE(printed["model"].contains("rnn"));
+  EXPECT_FALSE(printed["model"].contains("heads"));
+  EXPECT_FALSE(printed["model"].contains("d_ff"));
+  EXPECT_EQ(config_to_json(parse_config(config_to_json(c))), config_to_json(c));
+  // A Transformer config prints exactly the keys it had before model.rnn existed.
+  const json transformer = json::parse(config_to_json(parse_config(kMinimal)));
+  EXPECT_FALSE(transformer["model"].contains("rnn"));
+  EXPECT_TRUE(transformer["model"].contains("heads"));
+  // --set reaches the nested section.
+  EXPECT_EQ(parse_config(kMinimal, {"model.arch=rnn", "model.rnn.attention=luong_dot"})
+                .model.rnn.attention,
+            "luong_dot");
+}
+
+TEST(Config, KeysOfTheOtherArchitectureAreRejectedWithThePath) {
+  EXPECT_EQ(error_of(R"({"model": {"arch": "rnn", "heads": 4}, "train": {"max_steps": 1}})"),
+            "model.heads: a key of model.arch \"transformer\", but model.arch is \"rnn\"");
+  EXPECT_EQ(error_of(R"({"model": {"rnn": {"hidden": 8}}, "train": {"max_steps": 1}})"),
+            "model.rnn: a key of model.arch \"rnn\", but model.arch is \"transformer\"");
+  EXPECT_EQ(error_of(kMinimal, {"model.arch=rnn", "model.norm=pre"}),
+            "model.norm: a key of model.arch \"transformer\", but model.arch is \"rnn\"");
+  EXPECT_EQ(error_of(kMinimal, {"model.arch=rnn", "model.rnn.cells=gru"}),
+            "model.rnn.cells: unknown key (did you mean \"model.rnn.cell\"?)");
+  EXPECT_EQ(error_of(kMinimal, {"model.arch=rnn", "model.rnn.hidden=7"}),
+            "model.rnn.hidden: the two encoder directions share it, so it must be even, got 7");
+  EXPECT_EQ(error_of(kMinimal, {"model.arch=rnn", "model.rnn.attention=luong"}),
+            "model.rnn.attention: must be one of \"bahdanau\", \"luong_dot\", "
+            "\"luong_general\", got \"luong\"");
+  EXPECT_EQ(error_of(kMinimal, {"model.arch=cnn"}),
+            "model.arch: must be one of \"transformer\", \"rnn\", got \"cnn\"");
+  EXPECT_EQ(error_of(kMinimal, {"train.lr_schedule=cosine"}),
+            "train.lr_schedule: must be one of \"noam\", \"inverse_sqrt\", \"constant\", got "
+            "\"cosine\"");
+  // Shared keys stay valid for both; the width rule of sinusoids is the Transformer's only.
+  EXPECT_EQ(error_of(kMinimal, {"model.arch=rnn", "model.d_model=33", "model.dropout=0.3"}), "");
+}
+
 TEST(Config, ShippedConfigsAreValid) {
-  for (const char* name : {"configs/quickstart.json", "configs/multi30k_en_de.json"}) {
+  for (const char* name :
+       {"configs/quickstart.json", "configs/multi30k_en_de.json", "configs/quickstart_rnn.json",
+        "configs/multi30k_en_de_rnn.json", "configs/multi30k_en_de_rnn_luong.json"}) {
     const Config c = load_config_file(nmt_test::source_dir() + "/" + name);
     EXPECT_GT(c.train.max_steps + c.train.max_epochs, 0) << name;
   }

@@ -16,6 +16,7 @@
 #include "model/device.h"
 #include "model/dropout.h"
 #include "model/seq2seq.h"
+#include "model_helpers.h"
 #include "text/spm.h"
 #include "train/step.h"
 #include "util/util.h"
@@ -63,16 +64,7 @@ Corpus copy_corpus(int64_t pairs, int64_t vocab, uint64_t seed) {
 }
 
 torch::Tensor random_source(int64_t rows, int64_t vocab) {
-  torch::manual_seed(3);
-  std::vector<std::vector<int64_t>> seqs;
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t len = 3 + (i * 5) % 11;
-    auto ids = torch::randint(4, vocab, {len}, torch::kLong);
-    std::vector<int64_t> row(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + len);
-    row.push_back(kEosId);
-    seqs.push_back(row);
-  }
-  return pad_sequences(seqs, kPadId);
+  return nmt_test::random_source(rows, vocab, 3, 3, 11);
 }
 
 double max_rel_diff(const torch::Tensor& a, const torch::Tensor& b) {

@@ -6,6 +6,7 @@
 #include "data/tensors.h"
 #include "decode/search.h"
 #include "model/transformer.h"
+#include "model_helpers.h"
 #include "text/spm.h"
 #include "util/util.h"
 
@@ -28,26 +29,8 @@ ModelConfig small(const std::string& norm, const std::string& positional) {
   return c;
 }
 
-// Rows of random ids in [4, vocab) ending in EOS, right-padded to different lengths.
-torch::Tensor random_source(int64_t rows, int64_t vocab, uint64_t seed) {
-  torch::manual_seed(seed);
-  std::vector<std::vector<int64_t>> seqs;
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t len = 3 + (i * 5) % 9;
-    auto ids = torch::randint(4, vocab, {len}, torch::kLong);
-    std::vector<int64_t> row(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + len);
-    row.push_back(kEosId);
-    seqs.push_back(row);
-  }
-  return pad_sequences(seqs, kPadId);
-}
-
-Seq2Seq random_model(const ModelConfig& c, int64_t vocab, uint64_t seed) {
-  torch::manual_seed(seed);
-  Seq2Seq model = make_model(c, vocab, vocab);
-  model->eval();
-  return model;
-}
+using nmt_test::random_model;
+using nmt_test::random_source;
 
 // Uncached model score of a hypothesis: one full forward pass.
 double full_log_prob(Seq2Seq& model, const torch::Tensor& src_row, const Hypothesis& h) {
@@ -97,22 +80,7 @@ TEST(IncrementalDecoding, MatchesFullDecodeAtEveryStep) {
     const auto tgt_in = torch::cat(
         {torch::full({5, 1}, kBosId, torch::kLong), torch::randint(4, V, {5, 11}, torch::kLong)},
         1);
-    torch::NoGradGuard no_grad;
-    const auto enc = model->encode(src);
-    std::vector<torch::Tensor> full_weights;
-    const auto full = model->project(model->decode(tgt_in, enc, &full_weights));
-    auto state = model->start_decoding(enc);
-    for (int64_t t = 0; t < tgt_in.size(1); ++t) {
-      std::vector<torch::Tensor> step_weights;
-      const auto step =
-          model->project(model->decode_step(tgt_in.select(1, t), *state, &step_weights));
-      EXPECT_TRUE(torch::allclose(step, full.select(1, t), 1e-5, 1e-5))
-          << "step " << t << " max diff " << (step - full.select(1, t)).abs().max().item<float>();
-      for (size_t l = 0; l < step_weights.size(); ++l)
-        EXPECT_TRUE(
-            torch::allclose(step_weights[l].squeeze(2), full_weights[l].select(2, t), 1e-5, 1e-6));
-    }
-    EXPECT_EQ(state->length, tgt_in.size(1));
+    nmt_test::expect_steps_match_full_pass(model, src, tgt_in);
   }
 }
 

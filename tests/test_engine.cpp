@@ -179,7 +179,7 @@ TEST(Device, ConfigKeysAreValidated) {
   EXPECT_EQ(error_of({"train.precision=fp8"}),
             "train.precision: must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"");
   EXPECT_EQ(error_of({"model.arch=lstm"}),
-            "model.arch: must be one of \"transformer\", got \"lstm\"");
+            "model.arch: must be one of \"transformer\", \"rnn\", got \"lstm\"");
 }
 
 // Autocast is on inside the guard only, and only for the low precisions.
@@ -239,7 +239,7 @@ TEST(Seq2Seq, DerivedBuffersMoveButAreNotSaved) {
   EXPECT_THROW(make_model(
                    [] {
                      auto c = tiny_model();
-                     c.arch = "rnn";
+                     c.arch = "cnn";
                      return c;
                    }(),
                    30, 30),

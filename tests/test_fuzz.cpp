@@ -325,11 +325,17 @@ struct ConfigCase {
 class ConfigFuzzer {
  public:
   explicit ConfigFuzzer(uint64_t seed) : rng_(seed) {
-    for (const char* f : {"configs/quickstart.json", "configs/multi30k_en_de.json"})
+    for (const char* f : {"configs/quickstart.json", "configs/multi30k_en_de.json",
+                          "configs/quickstart_rnn.json", "configs/multi30k_en_de_rnn.json"})
       seeds_.push_back(nmt_test::read_text(nmt_test::source_dir() + "/" + f));
     Config minimal;
     minimal.train.max_steps = 1;
     seeds_.push_back(nmt::config_to_json(minimal));
+    Config rnn = minimal;  // arch rnn: the model.rnn section, no Transformer keys
+    rnn.model.arch = "rnn";
+    seeds_.push_back(nmt::config_to_json(rnn));
+    for (const auto& k : json::parse(seeds_.back())["model"]["rnn"].items())
+      keys_.push_back("model.rnn." + k.key());
     seeds_.push_back("{\"train\": {\"max_steps\": 10}}");
     seeds_.push_back("{}");
     const json all = json::parse(nmt::config_to_json(minimal));
@@ -647,3 +653,81 @@ TEST_F(QuickstartRun, FuzzedInputThroughTheBinary) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(count_lines_in(nmt_test::read_text(path("b.out"))), 2 * expected);
 }
+
+// configs/quickstart_rnn.json, cut to 600 steps on one thread, learns the number task (>= 90 %
+// exact match, greedy) with the additive and with the dot score; then fuzzed input through the
+// trained RNN keeps one output line per input line, greedy and beam with n-best.
+class RnnQuickstart : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RnnQuickstart, LearnsTheTaskAndTakesFuzzedInput) {
+  nmt_test::TempDir dir;
+  const std::string d = dir / "data", run = dir / "run";
+  auto r = run_command("python3 scripts/make_quickstart_data.py --out " + d +
+                       " --train 30000 --valid 100 --test 300");
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(nmt_test::nmt_bin() + " train --config configs/quickstart_rnn.json --run-dir " +
+                  run + " --set data.train_src=" + d + "/train.en --set data.train_tgt=" + d +
+                  "/train.de --set data.valid_src=" + d + "/valid.en --set data.valid_tgt=" + d +
+                  "/valid.de --set model.rnn.attention=" + GetParam() +
+                  " --set train.threads=1 --set train.max_steps=600 --set train.valid_every=600"
+                  " --set train.save_every=300");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("model: rnn"), std::string::npos) << r.output;
+
+  const std::string translate =
+      nmt_test::nmt_bin() + " translate --checkpoint " + run + " --threads 1 ";
+  r = run_command(translate + "--beam 1 --input " + d + "/test.en --output " + (dir / "hyp"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto hyp = nmt_test::read_lines_of(dir / "hyp");
+  const auto ref = nmt_test::read_lines_of(d + "/test.de");
+  ASSERT_EQ(hyp.size(), ref.size());
+  size_t exact = 0;
+  for (size_t i = 0; i < ref.size(); ++i) exact += hyp[i] == ref[i];
+  std::printf("rnn %s: exact match %zu/%zu\n", GetParam().c_str(), exact, ref.size());
+  EXPECT_GE(exact * 10, ref.size() * 9);
+
+  // The heatmap shows the decoder's one attention distribution per output piece.
+  nmt_test::write_text(dir / "att.txt", "three hundred twelve\n");
+  r = run_command(translate + "--beam 3 --attention-out " + (dir / "att") + " --input " +
+                  (dir / "att.txt") + " --output /dev/null");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto map = json::parse(nmt_test::read_text(dir / "att/000001.json"));
+  EXPECT_EQ(map["layer"], 0);
+  ASSERT_EQ(map["weights"].size(), map["target"].size());
+  for (const auto& row : map["weights"]) {
+    ASSERT_EQ(row.size(), map["source"].size());
+    double sum = 0;
+    for (const auto& v : row) sum += v.get<double>();
+    EXPECT_NEAR(sum, 1.0, 1e-3);
+  }
+  EXPECT_NE(nmt_test::read_text(dir / "att/000001.svg").find("</svg>"), std::string::npos);
+
+  // eval and average take the RNN as they take the Transformer.
+  r = run_command(nmt_test::nmt_bin() + " eval --checkpoint " + run +
+                  " --threads 1 --beam 2 --src " + d + "/valid.en --ref " + d + "/valid.de --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("\"chrf\""), std::string::npos) << r.output;
+  r = run_command(nmt_test::nmt_bin() + " average --last 2 --run-dir " + run + " --output " +
+                  (dir / "avg"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(nmt_test::nmt_bin() + " translate --checkpoint " + (dir / "avg") +
+                  " --threads 1 --input " + d + "/valid.en --output " + (dir / "avg.out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(nmt_test::read_lines_of(dir / "avg.out").size(), 100u);
+
+  InputFuzzer fuzzer(fuzz_seed() + 3, vocabulary_words(d + "/test.en"));
+  std::string text;
+  for (int i = 0; i < 150; ++i) text += fuzzer.input() + "\n";
+  text += std::string(20000, 'x') + "\nlast line, no newline";
+  nmt_test::write_text(dir / "fuzz.txt", text);
+  const int64_t expected = count_lines_in(text);
+  r = run_command(translate + "--input " + (dir / "fuzz.txt") + " --output " + (dir / "a.out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(count_lines_in(nmt_test::read_text(dir / "a.out")), expected);
+  r = run_command(translate + "--beam 3 --nbest 2 --input " + (dir / "fuzz.txt") + " --output " +
+                  (dir / "b.out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(count_lines_in(nmt_test::read_text(dir / "b.out")), 2 * expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Attention, RnnQuickstart, ::testing::Values("bahdanau", "luong_dot"));

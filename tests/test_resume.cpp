@@ -18,12 +18,21 @@ using nmt_test::run_command;
 
 namespace {
 
-std::string train_command(const std::string& data, const std::string& run, int steps) {
-  return nmt_bin() + " train --config configs/quickstart.json --run-dir " + run +
-         " --set data.train_src=" + data + "/train.en --set data.train_tgt=" + data +
+// The quickstart model shrunk to test size; `arch` "rnn" takes configs/quickstart_rnn.json.
+std::string train_command(const std::string& data, const std::string& run, int steps,
+                          const std::string& arch = "transformer") {
+  const std::string model =
+      arch == "rnn"
+          ? " train --config configs/quickstart_rnn.json --run-dir " + run +
+                " --set model.d_model=32 --set model.rnn.hidden=32 --set model.rnn.layers=2"
+                " --set model.dropout=0.1"
+          : " train --config configs/quickstart.json --run-dir " + run +
+                " --set model.d_model=32 --set model.d_ff=64 --set model.heads=2"
+                " --set model.dropout=0.1 --set model.attention_dropout=0.1";
+  return nmt_bin() + model + " --set data.train_src=" + data +
+         "/train.en --set data.train_tgt=" + data +
          "/train.de --set data.valid_src= --set data.valid_tgt= --set vocab.size=80"
-         " --set model.d_model=32 --set model.d_ff=64 --set model.heads=2 --set model.dropout=0.1"
-         " --set model.attention_dropout=0.1 --set train.threads=1 --set train.batch_tokens=500"
+         " --set train.threads=1 --set train.batch_tokens=500"
          " --set train.warmup_steps=10 --set train.log_every=1 --set train.save_every=12"
          " --set train.max_steps=" +
          std::to_string(steps);
@@ -57,12 +66,12 @@ std::map<int64_t, std::string> step_rows(const std::string& path) {
 }
 }  // namespace
 
-TEST(Resume, BitExactAcrossAStopInTheMiddleOfAnEpoch) {
+static void check_bit_exact_resume(const std::string& arch) {
   nmt_test::TempDir dir;
   const std::string data = small_data(dir, 400);
   ASSERT_FALSE(::testing::Test::HasFailure());
 
-  auto r = run_command(train_command(data, dir / "once", 24));
+  auto r = run_command(train_command(data, dir / "once", 24, arch));
   ASSERT_EQ(r.status, 0) << r.output;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.output, m, std::regex("(\\d+) batches per epoch")));
@@ -71,9 +80,9 @@ TEST(Resume, BitExactAcrossAStopInTheMiddleOfAnEpoch) {
   ASSERT_NE(12 % batches, 0) << batches << " batches per epoch";
   ASSERT_LT(batches, 24);
 
-  r = run_command(train_command(data, dir / "twice", 12));
+  r = run_command(train_command(data, dir / "twice", 12, arch));
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_command(train_command(data, dir / "twice", 24) + " --resume");
+  r = run_command(train_command(data, dir / "twice", 24, arch) + " --resume");
   ASSERT_EQ(r.status, 0) << r.output;
   ASSERT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
 
@@ -89,6 +98,10 @@ TEST(Resume, BitExactAcrossAStopInTheMiddleOfAnEpoch) {
   ASSERT_FALSE(a.empty());
   EXPECT_TRUE(a == b) << "final weights differ";
 }
+
+TEST(Resume, BitExactAcrossAStopInTheMiddleOfAnEpoch) { check_bit_exact_resume("transformer"); }
+
+TEST(Resume, BitExactForAnRnnRun) { check_bit_exact_resume("rnn"); }
 
 // A change that breaks exact continuation is refused, naming the key and the way out.
 TEST(Resume, RefusesChangedBatchingOrOptimizerUnlessReset) {
@@ -228,13 +241,16 @@ TEST(CrashSafety, SurvivesRepeatedSigkill) {
 }
 
 // Damaged checkpoints give one clear error naming the file: no crash, no backtrace, no garbage.
-TEST(HostileCheckpoints, ClearErrorsNamingTheFile) {
+class HostileCheckpoints : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HostileCheckpoints, ClearErrorsNamingTheFile) {
+  const std::string arch = GetParam();
   namespace fs = std::filesystem;
   nmt_test::TempDir dir;
   const std::string data = small_data(dir);
-  auto r = run_command(train_command(data, dir / "a", 3));
+  auto r = run_command(train_command(data, dir / "a", 3, arch));
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_command(train_command(data, dir / "b", 1) + " --set vocab.size=60");
+  r = run_command(train_command(data, dir / "b", 1, arch) + " --set vocab.size=60");
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string good = dir / "a/checkpoints/ckpt-00000003";
   nmt_test::write_text(dir / "in.txt", "seven\n");
@@ -278,3 +294,5 @@ TEST(HostileCheckpoints, ClearErrorsNamingTheFile) {
     EXPECT_EQ(r.output.find("frame #"), std::string::npos) << c.name << "\n" << r.output;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Archs, HostileCheckpoints, ::testing::Values("transformer", "rnn"));

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "model/loss.h"
-#include "train/noam.h"
+#include "train/schedule.h"
 
 using namespace nmt;
 
@@ -21,6 +21,32 @@ TEST(Noam, RisesLinearlyThenDecays) {
   EXPECT_NEAR(noam_lr(20, 512, 4000, 1.0) / noam_lr(10, 512, 4000, 1.0), 2.0, 1e-9);
   EXPECT_NEAR(noam_lr(16000, 512, 4000, 1.0) / noam_lr(64000, 512, 4000, 1.0), 2.0, 1e-9);
   EXPECT_LT(noam_lr(4001, 512, 4000, 1.0), noam_lr(4000, 512, 4000, 1.0));
+}
+
+TEST(Schedules, InverseSqrtAndConstantHandValues) {
+  // Warm-up 100 to a peak of 1e-3: 1e-5 a step, then 1e-3 * sqrt(100 / s).
+  EXPECT_NEAR(inverse_sqrt_lr(1, 100, 1e-3), 1e-5, 1e-15);
+  EXPECT_NEAR(inverse_sqrt_lr(50, 100, 1e-3), 5e-4, 1e-15);
+  EXPECT_NEAR(inverse_sqrt_lr(100, 100, 1e-3), 1e-3, 1e-15);
+  EXPECT_NEAR(inverse_sqrt_lr(400, 100, 1e-3), 5e-4, 1e-15);    // sqrt(1/4)
+  EXPECT_NEAR(inverse_sqrt_lr(10000, 100, 1e-3), 1e-4, 1e-15);  // sqrt(1/100)
+  EXPECT_NEAR(constant_lr(1, 100, 1e-3), 1e-5, 1e-15);
+  EXPECT_NEAR(constant_lr(50, 100, 1e-3), 5e-4, 1e-15);
+  EXPECT_NEAR(constant_lr(100, 100, 1e-3), 1e-3, 1e-15);
+  EXPECT_NEAR(constant_lr(100000, 100, 1e-3), 1e-3, 1e-15);
+}
+
+TEST(Schedules, LearningRateFollowsTheConfiguredSchedule) {
+  TrainConfig tc;
+  tc.warmup_steps = 400;
+  tc.lr_factor = 2.0;
+  tc.lr = 1e-3;
+  EXPECT_DOUBLE_EQ(learning_rate(tc, 256, 400), noam_lr(400, 256, 400, 2.0));  // the default
+  tc.lr_schedule = "inverse_sqrt";
+  EXPECT_NEAR(learning_rate(tc, 256, 1600), 5e-4, 1e-15);
+  tc.lr_schedule = "constant";
+  EXPECT_NEAR(learning_rate(tc, 256, 200), 5e-4, 1e-15);
+  EXPECT_NEAR(learning_rate(tc, 256, 1600), 1e-3, 1e-15);
 }
 
 TEST(LabelSmoothing, HandComputedValues) {

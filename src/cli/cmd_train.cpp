@@ -24,7 +24,8 @@ void add_train_command(CLI::App& app) {
     int nproc = 0;
   };
   auto args = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("train", "Train a Transformer from a JSON config");
+  auto* cmd = app.add_subcommand(
+      "train", "Train a model (model.arch: transformer or rnn) from a JSON config");
   cmd->add_option("--config", args->config, "JSON config file (optional with --resume)");
   cmd->add_option("--run-dir", args->run_dir,
                   "Directory for config, vocabularies, logs, metrics and checkpoints");

@@ -1,4 +1,4 @@
-// nmt: train, evaluate and run Transformer translation models.
+// nmt: train, evaluate and run translation models (Transformer or RNN with attention).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -8,7 +8,7 @@
 #include "util/util.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"nmt: train, evaluate and run Transformer translation models"};
+  CLI::App app{"nmt: train, evaluate and run translation models (Transformer or RNN)"};
   app.require_subcommand(1);
   nmt::add_train_command(app);
   nmt::add_translate_command(app);

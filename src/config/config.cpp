@@ -108,25 +108,45 @@ void visit(VocabConfig& c, V& v) {
 }
 
 template <class V>
+void visit(RnnConfig& c, V& v) {
+  v("cell", c.cell, "recurrent cell of encoder and decoder: gru | lstm", one_of({"gru", "lstm"}));
+  v("hidden", c.hidden, "decoder state width; each encoder direction has half of it (must be even)",
+    at_least(2));
+  v("layers", c.layers, "encoder layers (bidirectional) and decoder layers", at_least(1));
+  v("attention", c.attention,
+    "bahdanau (additive: v . tanh(W s + U h)) | luong_dot (s . h) | luong_general (s . W h)",
+    one_of({"bahdanau", "luong_dot", "luong_general"}));
+}
+
+template <class V>
 void visit(ModelConfig& c, V& v) {
-  v("arch", c.arch, "model family: transformer", one_of({"transformer"}));
-  v("d_model", c.d_model, "width of embeddings and hidden states", at_least(2));
-  v("heads", c.heads, "attention heads; must divide d_model", at_least(1));
-  v("encoder_layers", c.encoder_layers, "encoder layers", at_least(1));
-  v("decoder_layers", c.decoder_layers, "decoder layers", at_least(1));
-  v("d_ff", c.d_ff, "inner width of the feed-forward blocks", at_least(1));
-  v("dropout", c.dropout, "dropout on embeddings, residual branches and the ReLU output",
+  v("arch", c.arch, "model family: transformer | rnn (bidirectional encoder, attention decoder)",
+    one_of({"transformer", "rnn"}));
+  v("d_model", c.d_model,
+    "width of embeddings and hidden states (rnn: embeddings and the attentional vector)",
+    at_least(2));
+  v("dropout", c.dropout,
+    "dropout on embeddings, residual branches and the ReLU output (rnn: embeddings, between "
+    "layers, the attentional vector)",
     in_range(0.0, 1.0, false));
-  v("attention_dropout", c.attention_dropout, "dropout on attention weights",
-    in_range(0.0, 1.0, false));
-  v("positional", c.positional, "position encoding: sinusoidal | learned",
-    one_of({"sinusoidal", "learned"}));
-  v("max_positions", c.max_positions, "longest sequence the position table covers", at_least(2));
-  v("norm", c.norm, "post (the paper's) | pre (LayerNorm before each block, plus a final one)",
-    one_of({"post", "pre"}));
+  v("max_positions", c.max_positions,
+    "longest sequence the model takes (transformer: the position table)", at_least(2));
   v("tie_embeddings", c.tie_embeddings,
     "none | decoder (decoder input and output) | all (also the encoder; needs a joint vocab)",
     one_of({"none", "decoder", "all"}));
+  v.for_arch("transformer", c.arch, [&] {
+    v("heads", c.heads, "attention heads; must divide d_model", at_least(1));
+    v("encoder_layers", c.encoder_layers, "encoder layers", at_least(1));
+    v("decoder_layers", c.decoder_layers, "decoder layers", at_least(1));
+    v("d_ff", c.d_ff, "inner width of the feed-forward blocks", at_least(1));
+    v("attention_dropout", c.attention_dropout, "dropout on attention weights",
+      in_range(0.0, 1.0, false));
+    v("positional", c.positional, "position encoding: sinusoidal | learned",
+      one_of({"sinusoidal", "learned"}));
+    v("norm", c.norm, "post (the paper's) | pre (LayerNorm before each block, plus a final one)",
+      one_of({"post", "pre"}));
+  });
+  v.for_arch("rnn", c.arch, [&] { v.section("rnn", c.rnn); });
 }
 
 template <class V>
@@ -151,9 +171,13 @@ void visit(TrainConfig& c, V& v) {
     "token budget of one batch: rows x padded width (must be > data.max_len)", at_least(2));
   v("accum_steps", c.accum_steps, "batches whose gradients are summed per optimizer step",
     at_least(1));
-  v("warmup_steps", c.warmup_steps, "Noam warm-up steps", at_least(1));
-  v("lr_factor", c.lr_factor, "Noam scale: lr = factor * d^-0.5 * min(s^-0.5, s * w^-1.5)",
-    in_range(0.0, 1e6));
+  v("lr_schedule", c.lr_schedule,
+    "noam: factor * d_model^-0.5 * min(s^-0.5, s * w^-1.5) | inverse_sqrt: lr * min(s / w, "
+    "sqrt(w / s)) | constant: lr * min(1, s / w) (s the step, w warmup_steps)",
+    one_of({"noam", "inverse_sqrt", "constant"}));
+  v("warmup_steps", c.warmup_steps, "warm-up steps of the learning-rate schedule", at_least(1));
+  v("lr_factor", c.lr_factor, "noam's scale factor", in_range(0.0, 1e6));
+  v("lr", c.lr, "peak learning rate of inverse_sqrt and constant", in_range(0.0, 1e3));
   v("adam_beta1", c.adam_beta1, "Adam beta1", in_range(0.0, 1.0, false));
   v("adam_beta2", c.adam_beta2, "Adam beta2", in_range(0.0, 1.0, false));
   v("adam_eps", c.adam_eps, "Adam epsilon", in_range(0.0, 1.0));
@@ -241,6 +265,7 @@ class Parser {
     known_.push_back(name);
     auto it = object_.find(name);
     if (it == object_.end()) return;
+    refuse_foreign(name);
     Parser sub(*it, join(name));
     sub.expect_object();
     visit(target, sub);
@@ -252,10 +277,20 @@ class Parser {
     known_.push_back(name);
     auto it = object_.find(name);
     if (it == object_.end()) return;
+    refuse_foreign(name);
     const std::string path = join(name);
     T value = convert<T>(*it, path);
     if (auto problem = check(value)) throw Error(path + ": " + *problem);
     field = std::move(value);
+  }
+
+  // Keys of one model family: read when `arch` is the configured one (`active`), else known but
+  // refused when present, so a key of the other family is never silently ignored.
+  template <class F>
+  void for_arch(const std::string& arch, const std::string& active, F&& fields) {
+    if (arch != active) foreign_ = {arch, active};
+    fields();
+    foreign_.reset();
   }
 
   void expect_object() const {
@@ -276,6 +311,12 @@ class Parser {
 
  private:
   std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  void refuse_foreign(const std::string& name) const {
+    if (foreign_)
+      throw Error(join(name) + ": a key of model.arch \"" + foreign_->first +
+                  "\", but model.arch is \"" + foreign_->second + "\"");
+  }
 
   template <class T>
   static T convert(const json& j, const std::string& path) {
@@ -319,6 +360,7 @@ class Parser {
   const json& object_;
   std::string path_;
   std::vector<std::string> known_;
+  std::optional<std::pair<std::string, std::string>> foreign_;  // (keys' arch, configured arch)
 };
 
 // Writes a struct back to JSON.
@@ -331,6 +373,11 @@ class Printer {
     Printer p(sub);
     visit(s, p);
     out_[name] = std::move(sub);
+  }
+  // Only the configured family's keys are written: the output parses back.
+  template <class F>
+  void for_arch(const std::string& arch, const std::string& active, F&& fields) {
+    if (arch == active) fields();
   }
   template <class T>
   void operator()(const std::string& name, T& field, const char*, const Check<T>&) {
@@ -347,8 +394,16 @@ class Documenter {
   explicit Documenter(std::ostringstream& os) : os_(os) {}
   template <class S>
   void section(const std::string& name, S& s) {
-    prefix_ = name + ".";
+    const std::string outer = prefix_;
+    prefix_ += name + ".";
     visit(s, *this);
+    prefix_ = outer;
+  }
+  template <class F>
+  void for_arch(const std::string& arch, const std::string&, F&& fields) {
+    note_ = "(" + arch + " only) ";
+    fields();
+    note_.clear();
   }
   template <class T>
   void operator()(const std::string& name, T& field, const char* doc, const Check<T>&) {
@@ -356,7 +411,7 @@ class Documenter {
                        : std::is_same_v<T, int64_t> ? "int"
                        : std::is_same_v<T, double>  ? "number"
                                                     : "string";
-    std::string meaning = doc;  // a '|' would end the Markdown cell
+    std::string meaning = note_ + doc;  // a '|' would end the Markdown cell
     for (size_t pos = 0; (pos = meaning.find('|', pos)) != std::string::npos; pos += 2)
       meaning.replace(pos, 1, "\\|");
     os_ << "| `" << prefix_ << name << "` | " << type << " | `" << json(field).dump() << "` | "
@@ -366,6 +421,7 @@ class Documenter {
  private:
   std::ostringstream& os_;
   std::string prefix_;
+  std::string note_;  // which model family the keys belong to
 };
 
 // Applies "a.b.c=value": the value is parsed as JSON when it can be, else taken as a string.
@@ -401,12 +457,16 @@ void apply_override(json& root, const std::string& assignment) {
 }
 
 void validate_cross_fields(const Config& c) {
-  if (c.model.d_model % c.model.heads != 0)
+  if (c.model.arch == "transformer" && c.model.d_model % c.model.heads != 0)
     throw Error("model.heads: " + std::to_string(c.model.heads) +
                 " does not divide model.d_model " + std::to_string(c.model.d_model));
-  if (c.model.positional == "sinusoidal" && c.model.d_model % 2 != 0)
+  if (c.model.arch == "transformer" && c.model.positional == "sinusoidal" &&
+      c.model.d_model % 2 != 0)
     throw Error("model.d_model: sinusoidal positions need an even width, got " +
                 std::to_string(c.model.d_model));
+  if (c.model.arch == "rnn" && c.model.rnn.hidden % 2 != 0)
+    throw Error("model.rnn.hidden: the two encoder directions share it, so it must be even, got " +
+                std::to_string(c.model.rnn.hidden));
   if (c.model.tie_embeddings == "all" && !c.vocab.joint)
     throw Error("model.tie_embeddings: \"all\" needs vocab.joint = true");
   if (c.vocab.joint && (!c.vocab.src_model.empty() || !c.vocab.tgt_model.empty()))

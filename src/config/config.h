@@ -27,19 +27,31 @@ struct VocabConfig {
   std::string tgt_model;  // existing target model when joint = false; "" = train one
 };
 
+// The recurrent encoder-decoder's own keys (model.rnn, used when model.arch = "rnn").
+struct RnnConfig {
+  std::string cell = "gru";            // gru | lstm
+  int64_t hidden = 512;                // decoder state width = both encoder directions together
+  int64_t layers = 1;                  // encoder and decoder depth
+  std::string attention = "bahdanau";  // bahdanau | luong_dot | luong_general
+};
+
 struct ModelConfig {
-  std::string arch = "transformer";  // model family: transformer
-  int64_t d_model = 512;           // width of embeddings and hidden states
-  int64_t heads = 8;               // attention heads; must divide d_model
-  int64_t encoder_layers = 6;      // encoder depth
-  int64_t decoder_layers = 6;      // decoder depth
-  int64_t d_ff = 2048;             // inner width of the feed-forward blocks
-  double dropout = 0.1;            // dropout on embeddings, residual branches and ReLU output
-  double attention_dropout = 0.1;  // dropout on attention weights
+  std::string arch = "transformer";  // model family: transformer | rnn
+  // Shared by both families.
+  int64_t d_model = 512;         // width of embeddings (and, for rnn, of the attentional vector)
+  double dropout = 0.1;          // dropout on embeddings and outputs of blocks / layers
+  int64_t max_positions = 1024;  // longest sequence the model takes
+  std::string tie_embeddings = "all";  // none | decoder (input/output) | all (needs joint vocab)
+  // Transformer only.
+  int64_t heads = 8;                      // attention heads; must divide d_model
+  int64_t encoder_layers = 6;             // encoder depth
+  int64_t decoder_layers = 6;             // decoder depth
+  int64_t d_ff = 2048;                    // inner width of the feed-forward blocks
+  double attention_dropout = 0.1;         // dropout on attention weights
   std::string positional = "sinusoidal";  // sinusoidal | learned
-  int64_t max_positions = 1024;           // longest sequence the position table covers
   std::string norm = "post";              // post (the paper's) | pre (with a final LayerNorm)
-  std::string tie_embeddings = "all";     // none | decoder (input/output) | all (needs joint vocab)
+  // RNN only.
+  RnnConfig rnn;
 };
 
 struct TrainConfig {
@@ -54,8 +66,10 @@ struct TrainConfig {
   int64_t keep_last = 5;             // checkpoints kept in DIR/checkpoints
   int64_t batch_tokens = 4096;       // token budget of a batch: rows x padded width
   int64_t accum_steps = 1;           // batches whose gradients are summed per optimizer step
-  int64_t warmup_steps = 4000;       // Noam warm-up steps
+  std::string lr_schedule = "noam";  // noam | inverse_sqrt | constant (train/schedule.h)
+  int64_t warmup_steps = 4000;       // warm-up steps of every schedule
   double lr_factor = 1.0;            // Noam scale: lr = factor * d^-0.5 * min(s^-0.5, s * w^-1.5)
+  double lr = 5e-4;                  // peak rate of inverse_sqrt and constant
   double adam_beta1 = 0.9;           // Adam beta1
   double adam_beta2 = 0.98;          // Adam beta2
   double adam_eps = 1e-9;            // Adam epsilon
@@ -64,9 +78,9 @@ struct TrainConfig {
   int64_t valid_every = 0;           // steps between validation passes (0 = only at the end)
   int64_t valid_beam = 1;            // beam size for validation BLEU (1 = greedy)
   std::string best_metric = "bleu";  // bleu | chrf | loss: what picks DIR/checkpoints/best
-  int64_t patience = 0;       // stop after this many validations without improvement (0 = off)
-  int64_t max_bad_steps = 5;  // stop after this many non-finite steps in a row (each skipped)
-  bool auto_resume = true;    // under torchrun: resume from the run's newest checkpoint if any
+  int64_t patience = 0;        // stop after this many validations without improvement (0 = off)
+  int64_t max_bad_steps = 5;   // stop after this many non-finite steps in a row (each skipped)
+  bool auto_resume = true;     // under torchrun: resume from the run's newest checkpoint if any
   int64_t dist_timeout = 300;  // seconds a data-parallel collective may wait for the other ranks
 };
 

@@ -64,4 +64,18 @@ torch::Tensor int8_linear(const torch::Tensor& x, const c10::IValue& packed) {
   return y.view(sizes);
 }
 
+torch::Tensor OutputProjection::forward(const torch::Tensor& x, const torch::Tensor& weight,
+                                        bool training) const {
+  if (packed_.isNone()) return torch::matmul(x, weight.t());
+  if (training) throw Error("an int8-quantized model is for inference only");
+  return int8_linear(x, packed_);
+}
+
+void OutputProjection::quantize(const torch::Tensor& weight) {
+  if (!weight.device().is_cpu())
+    throw Error("int8 quantization runs on the CPU only; the model is on " + weight.device().str() +
+                " (use --device cpu, or drop --quantize)");
+  packed_ = pack_int8(weight, torch::Tensor());
+}
+
 }  // namespace nmt

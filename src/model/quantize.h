@@ -16,4 +16,17 @@ c10::IValue pack_int8(const torch::Tensor& weight, const torch::Tensor& bias);
 // the product accumulates in int32. x [..., in], float.
 torch::Tensor int8_linear(const torch::Tensor& x, const c10::IValue& packed);
 
+// A model's output layer x W^T (no bias), W its tied embedding or its own matrix, in float or,
+// after quantize(), in int8 (inference only).
+class OutputProjection {
+ public:
+  // Refuses to run quantized while training.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& weight, bool training) const;
+  // Packs `weight` once; refuses one on CUDA.
+  void quantize(const torch::Tensor& weight);
+
+ private:
+  c10::IValue packed_;
+};
+
 }  // namespace nmt

@@ -1,8 +1,11 @@
 #include "model/seq2seq.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "model/rnn.h"
 #include "model/transformer.h"
+#include "text/spm.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -29,6 +32,31 @@ void save_tree(const torch::nn::Module& module, torch::serialize::OutputArchive&
   }
 }
 }  // namespace
+
+torch::Tensor DecoderState::source_rows(const torch::Tensor& index) const {
+  return group == 1 ? index : index.view({-1, group}).select(1, 0).div(group, "floor");
+}
+
+torch::nn::Embedding normal_embedding(int64_t rows, int64_t dim) {
+  torch::nn::Embedding e(torch::nn::EmbeddingOptions(rows, dim).padding_idx(kPadId));
+  torch::NoGradGuard no_grad;
+  e->weight.normal_(0.0, std::pow(static_cast<double>(dim), -0.5));
+  e->weight[kPadId].zero_();
+  return e;
+}
+
+torch::nn::Linear xavier_linear(int64_t in, int64_t out, bool bias) {
+  torch::nn::Linear l(torch::nn::LinearOptions(in, out).bias(bias));
+  torch::nn::init::xavier_uniform_(l->weight);
+  if (bias) torch::nn::init::zeros_(l->bias);
+  return l;
+}
+
+void check_length(int64_t length, int64_t max_positions) {
+  if (length > max_positions)
+    throw Error("sequence of " + std::to_string(length) + " tokens exceeds model.max_positions " +
+                std::to_string(max_positions));
+}
 
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
   return project(decode(tgt_in, encode(src)));
@@ -77,6 +105,9 @@ Seq2Seq make_model(const ModelConfig& config, int64_t src_vocab, int64_t tgt_voc
   if (config.arch == "transformer")
     return Seq2Seq(std::shared_ptr<Seq2SeqImpl>(
         std::make_shared<TransformerImpl>(config, src_vocab, tgt_vocab)));
+  if (config.arch == "rnn")
+    return Seq2Seq(
+        std::shared_ptr<Seq2SeqImpl>(std::make_shared<RnnImpl>(config, src_vocab, tgt_vocab)));
   throw Error("model.arch: unknown architecture \"" + config.arch + "\"");
 }
 

@@ -16,6 +16,9 @@ namespace nmt {
 struct Encoded {
   torch::Tensor memory;  // [B, S, d] source states
   torch::Tensor bias;    // [B, 1, 1, S] additive key-padding bias (0 or -inf), model dtype
+  // A recurrent encoder's last states, [layers, B, d] each (h, and c for an LSTM), that its
+  // decoder starts from; empty for the Transformer.
+  std::vector<torch::Tensor> final_states;
 };
 
 // Incremental decoding state for N rows (hypotheses). Rows come in groups: the `group` rows of
@@ -31,6 +34,11 @@ class DecoderState {
 
   int64_t length = 0;  // target positions fed so far
   int64_t group = 1;   // rows per source sentence
+
+ protected:
+  // The source-side rows after select(index): one per group, the old group of each new group's
+  // first row.
+  torch::Tensor source_rows(const torch::Tensor& index) const;
 };
 
 class Seq2SeqImpl : public torch::nn::Module {
@@ -84,6 +92,14 @@ class Seq2SeqImpl : public torch::nn::Module {
   std::vector<std::string> derived_buffers_;
 };
 TORCH_MODULE(Seq2Seq);
+
+// Building blocks of both families.
+// An embedding table [rows, dim] drawn from N(0, dim^-1/2), the padding row zero.
+torch::nn::Embedding normal_embedding(int64_t rows, int64_t dim);
+// A linear layer with Xavier-uniform weights and zero bias.
+torch::nn::Linear xavier_linear(int64_t in, int64_t out, bool bias = true);
+// Throws unless a sequence of `length` positions fits the model's max_positions.
+void check_length(int64_t length, int64_t max_positions);
 
 // The model model.arch names, freshly initialised from the global generator (torch::manual_seed).
 Seq2Seq make_model(const ModelConfig& config, int64_t src_vocab, int64_t tgt_vocab);

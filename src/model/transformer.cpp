@@ -25,13 +25,6 @@ torch::Tensor sinusoidal_table(int64_t positions, int64_t d_model) {
 }
 
 namespace {
-torch::nn::Linear xavier_linear(int64_t in, int64_t out, bool bias = true) {
-  torch::nn::Linear l(torch::nn::LinearOptions(in, out).bias(bias));
-  torch::nn::init::xavier_uniform_(l->weight);
-  if (bias) torch::nn::init::zeros_(l->bias);
-  return l;
-}
-
 torch::nn::LayerNorm layer_norm(int64_t d) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d}).eps(1e-5));
 }
@@ -191,9 +184,7 @@ torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, TransformerState& s
 
 void TransformerState::select(const torch::Tensor& index) {
   reorder(index);
-  // The source side keeps one row per group: the old group of each new group's first row.
-  const auto sentences =
-      group == 1 ? index : index.view({-1, group}).select(1, 0).div(group, "floor");
+  const auto sentences = source_rows(index);
   for (auto* caches : {&cross_k, &cross_v})
     for (auto& t : *caches) t = t.index_select(0, sentences);
   memory_bias = memory_bias.index_select(0, sentences);
@@ -209,14 +200,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_
     : Seq2SeqImpl(c), scale_(std::sqrt(static_cast<double>(c.d_model))) {
   if (c.tie_embeddings == "all" && src_vocab != tgt_vocab)
     throw Error("tie_embeddings=all needs one vocabulary");
-  auto make_embedding = [&](int64_t vocab) {
-    torch::nn::Embedding e(torch::nn::EmbeddingOptions(vocab, c.d_model).padding_idx(kPadId));
-    // N(0, d^-1/2): after the sqrt(d) scale the embeddings have unit variance.
-    torch::NoGradGuard no_grad;
-    e->weight.normal_(0.0, std::pow(static_cast<double>(c.d_model), -0.5));
-    e->weight[kPadId].zero_();
-    return e;
-  };
+  // N(0, d^-1/2): after the sqrt(d) scale the embeddings have unit variance.
+  auto make_embedding = [&](int64_t vocab) { return normal_embedding(vocab, c.d_model); };
   src_embed_ = register_module("src_embed", make_embedding(src_vocab));
   tgt_embed_ = c.tie_embeddings == "all" ? src_embed_
                                          : register_module("tgt_embed", make_embedding(tgt_vocab));
@@ -242,9 +227,7 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, torch::nn::Emb
                                      const torch::nn::Embedding& learned_positions,
                                      int64_t offset) {
   const int64_t T = tokens.size(1);
-  if (offset + T > max_positions())
-    throw Error("sequence of " + std::to_string(offset + T) +
-                " tokens exceeds model.max_positions " + std::to_string(max_positions()));
+  check_length(offset + T, max_positions());
   auto x = table->forward(tokens) * scale_;
   if (learned_positions)
     x = x + learned_positions->weight.narrow(0, offset, T);
@@ -308,21 +291,12 @@ torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderS
 }
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
-  if (!proj_int8_.isNone()) {
-    if (is_training()) throw Error("an int8-quantized model is for inference only");
-    return int8_linear(hidden, proj_int8_);
-  }
-  if (out_proj_) return out_proj_(hidden);
-  return torch::matmul(hidden, tgt_embed_->weight.t());
+  return output_.forward(hidden, out_proj_ ? out_proj_->weight : tgt_embed_->weight, is_training());
 }
 
 void TransformerImpl::quantize_int8() {
-  if (!device().is_cpu())
-    throw Error("int8 quantization runs on the CPU only; the model is on " + device().str() +
-                " (use --device cpu, or drop --quantize)");
   eval();
-  // The untied projection has no bias (xavier_linear(..., false) above).
-  proj_int8_ = pack_int8(out_proj_ ? out_proj_->weight : tgt_embed_->weight, torch::Tensor());
+  output_.quantize(out_proj_ ? out_proj_->weight : tgt_embed_->weight);
 }
 
 }  // namespace nmt

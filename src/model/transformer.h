@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "model/quantize.h"
 #include "model/seq2seq.h"
 
 namespace nmt {
@@ -150,7 +151,7 @@ class TransformerImpl : public Seq2SeqImpl {
   torch::nn::Embedding src_embed_{nullptr}, tgt_embed_{nullptr};
   torch::nn::Embedding src_pos_{nullptr}, tgt_pos_{nullptr};
   torch::nn::Linear out_proj_{nullptr};
-  c10::IValue proj_int8_;  // the output projection (tied or not), packed by quantize_int8()
+  OutputProjection output_;  // x W^T with W tied or out_proj_, int8 after quantize_int8()
   torch::nn::ModuleList encoder_{nullptr}, decoder_{nullptr};
   torch::nn::LayerNorm encoder_norm_{nullptr}, decoder_norm_{nullptr};
 };

@@ -22,7 +22,7 @@
 #include "train/data_parallel.h"
 #include "train/distributed.h"
 #include "train/metrics_log.h"
-#include "train/noam.h"
+#include "train/schedule.h"
 #include "train/state.h"
 #include "train/step.h"
 #include "train/validator.h"
@@ -285,7 +285,8 @@ void Trainer::skipped(const StepResult& result) {
       throw Error("training diverged: " + std::to_string(step_->non_finite_in_a_row()) +
                   " consecutive steps with a non-finite loss or gradient norm after step " +
                   std::to_string(state_.step) + " (train.max_bad_steps); the last good " +
-                  "checkpoint is in " + run_dir_ + "/checkpoints; try a lower train.lr_factor");
+                  "checkpoint is in " + run_dir_ +
+                  "/checkpoints; try a lower learning rate (train.lr_factor or train.lr)");
   }
 }
 
@@ -355,8 +356,7 @@ void Trainer::run() {
     if (exit_at_ == std::make_pair(env_.rank, state_.step) && env_.restart_count == 0)
       std::_Exit(1);
     const auto batches = next_batches();
-    const double lr =
-        noam_lr(state_.step + 1, config_.model.d_model, tc_.warmup_steps, tc_.lr_factor);
+    const double lr = learning_rate(tc_, config_.model.d_model, state_.step + 1);
     ++attempts;
     const auto result =
         step_->run(batches, lr, {contains(nan_steps, attempts), contains(oom_steps, attempts)});
