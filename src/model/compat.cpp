@@ -125,8 +125,8 @@ torch::Tensor cuda_hashed_dropout(const torch::Tensor& x, uint64_t key, uint32_t
   auto out = torch::empty_like(in, at::MemoryFormat::Contiguous);
   const c10::cuda::CUDAGuard guard(in.device());
   check_launch(cuda_kernels::hashed_dropout(kernel_dtype(in.scalar_type()), in.data_ptr(),
-                                            out.data_ptr(), in.numel(), key, threshold, scale,
-                                            relu, at::cuda::getCurrentCUDAStream().stream()),
+                                            out.data_ptr(), in.numel(), key, threshold, scale, relu,
+                                            at::cuda::getCurrentCUDAStream().stream()),
                "hashed dropout kernel");
   return out;
 }
@@ -136,9 +136,9 @@ torch::Tensor cuda_relu_dropout_backward(const torch::Tensor& grad, const torch:
   const auto g = grad.contiguous(), y = out.contiguous();
   auto grad_in = torch::empty_like(g, at::MemoryFormat::Contiguous);
   const c10::cuda::CUDAGuard guard(g.device());
-  check_launch(cuda_kernels::relu_dropout_backward(kernel_dtype(g.scalar_type()), g.data_ptr(),
-                                                   y.data_ptr(), grad_in.data_ptr(), g.numel(),
-                                                   scale, at::cuda::getCurrentCUDAStream().stream()),
+  check_launch(cuda_kernels::relu_dropout_backward(
+                   kernel_dtype(g.scalar_type()), g.data_ptr(), y.data_ptr(), grad_in.data_ptr(),
+                   g.numel(), scale, at::cuda::getCurrentCUDAStream().stream()),
                "relu dropout backward kernel");
   return grad_in;
 }

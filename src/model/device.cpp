@@ -24,9 +24,9 @@ torch::Device resolve_device(const std::string& name, const std::string& what) {
                 ": no CUDA device is available (this LibTorch was built without CUDA, or no "
                 "GPU is visible); use cpu or auto");
   if (index >= gpus)
-    throw Error(what + " " + name + ": there " + (gpus == 1 ? "is 1 CUDA device" : "are " +
-                std::to_string(gpus) + " CUDA devices") + " (cuda:0 to cuda:" +
-                std::to_string(gpus - 1) + ")");
+    throw Error(what + " " + name + ": there " +
+                (gpus == 1 ? "is 1 CUDA device" : "are " + std::to_string(gpus) + " CUDA devices") +
+                " (cuda:0 to cuda:" + std::to_string(gpus - 1) + ")");
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
@@ -75,7 +75,8 @@ std::vector<torch::Tensor> cuda_generator_states() {
 }
 
 void set_cuda_generator_states(const std::vector<torch::Tensor>& states) {
-  const auto n = std::min<int64_t>(static_cast<int64_t>(states.size()), compat::cuda_device_count());
+  const auto n =
+      std::min<int64_t>(static_cast<int64_t>(states.size()), compat::cuda_device_count());
   for (int64_t i = 0; i < n; ++i)
     with_cuda_generator(i, [&](at::Generator& gen) { gen.set_state(states[i]); });
 }
@@ -115,7 +116,8 @@ AutocastGuard::AutocastGuard(const torch::Device& device, Precision precision) {
   const auto previous = compat::get_autocast(type_);
   previous_enabled_ = previous.enabled;
   previous_dtype_ = previous.dtype;
-  compat::set_autocast(type_, {true, precision == Precision::kBf16 ? torch::kBFloat16 : torch::kHalf});
+  compat::set_autocast(type_,
+                       {true, precision == Precision::kBf16 ? torch::kBFloat16 : torch::kHalf});
   compat::autocast_enter();
 }
 

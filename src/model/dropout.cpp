@@ -78,7 +78,8 @@ float scale_of(double p) { return static_cast<float>(1.0 / (1.0 - p)); }
 
 // x * mask(key) by the fused kernel of x's device (model/kernels.cu on CUDA).
 torch::Tensor apply_mask(const torch::Tensor& x, double p, uint64_t key) {
-  if (x.is_cuda()) return compat::cuda_hashed_dropout(x, key, drop_threshold(p), scale_of(p), false);
+  if (x.is_cuda())
+    return compat::cuda_hashed_dropout(x, key, drop_threshold(p), scale_of(p), false);
   return map_mask(x, p, key, times);
 }
 
@@ -103,13 +104,12 @@ struct ReluDropout : torch::autograd::Function<ReluDropout> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& in,
                                double p, int64_t key) {
     const auto scale = scale_of(p);
-    auto out = in.is_cuda()
-                   ? compat::cuda_hashed_dropout(in, key_from_ivalue(key), drop_threshold(p),
-                                                 scale, true)
-                   : map_mask(in, p, key_from_ivalue(key), [](float x, float factor) {
-                       const float v = x * factor;
-                       return v > 0.0f ? v : 0.0f;
-                     });
+    auto out = in.is_cuda() ? compat::cuda_hashed_dropout(in, key_from_ivalue(key),
+                                                          drop_threshold(p), scale, true)
+                            : map_mask(in, p, key_from_ivalue(key), [](float x, float factor) {
+                                const float v = x * factor;
+                                return v > 0.0f ? v : 0.0f;
+                              });
     ctx->saved_data["scale"] = static_cast<double>(scale);
     ctx->save_for_backward({out});
     return out;
@@ -137,7 +137,8 @@ struct ReluDropout : torch::autograd::Function<ReluDropout> {
 // The fused kernels take float CPU tensors, and CUDA tensors of the dtypes nmt's CUDA kernels
 // have (when the build has them).
 bool fast_path(const torch::Tensor& x) {
-  if (x.is_cuda()) return compat::cuda_kernels_built() && compat::cuda_kernel_dtype(x.scalar_type());
+  if (x.is_cuda())
+    return compat::cuda_kernels_built() && compat::cuda_kernel_dtype(x.scalar_type());
   return x.device().is_cpu() && x.scalar_type() == torch::kFloat;
 }
 
@@ -185,7 +186,8 @@ torch::Tensor dropout_fused(const torch::Tensor& x, double p, uint64_t key) {
 }
 
 torch::Tensor relu_dropout_fused(const torch::Tensor& x, double p, uint64_t key) {
-  TORCH_CHECK(fast_path(x), "relu_dropout_fused: no fused kernel for this tensor's device and dtype");
+  TORCH_CHECK(fast_path(x),
+              "relu_dropout_fused: no fused kernel for this tensor's device and dtype");
   return ReluDropout::apply(x, p, key_to_ivalue(key));
 }
 

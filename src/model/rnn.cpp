@@ -26,7 +26,7 @@ torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor
 
 StackedCellsImpl::StackedCellsImpl(const std::string& cell, int64_t input, int64_t hidden,
                                    int64_t layers, double dropout)
-    : lstm_(cell == "lstm"), hidden_(hidden), dropout_(dropout) {
+    : lstm_(cell == "lstm"), dropout_(dropout) {
   const int64_t gates = (lstm_ ? 4 : 3) * hidden;
   // torch.nn.GRU / LSTM's initialisation: U(-1/sqrt(hidden), 1/sqrt(hidden)) for every tensor.
   const double bound = 1.0 / std::sqrt(static_cast<double>(hidden));
@@ -79,15 +79,15 @@ torch::Tensor StackedCellsImpl::step(const torch::Tensor& gates0, const torch::T
   return hs.back();
 }
 
-RnnAttentionImpl::RnnAttentionImpl(const std::string& kind, int64_t hidden) : kind_(kind) {
-  if (kind_ == "bahdanau") {
+RnnAttentionImpl::RnnAttentionImpl(const std::string& kind, int64_t hidden) {
+  if (kind == "bahdanau") {
     query_ = register_module("query", xavier_linear(hidden, hidden));
     key_ = register_module("key", xavier_linear(hidden, hidden, false));
     v_ = register_module("v", xavier_linear(hidden, 1, false));
-  } else if (kind_ == "luong_general") {
+  } else if (kind == "luong_general") {
     key_ = register_module("key", xavier_linear(hidden, hidden, false));
-  } else if (kind_ != "luong_dot") {
-    throw Error("model.rnn.attention: unknown kind \"" + kind_ + "\"");
+  } else if (kind != "luong_dot") {
+    throw Error("model.rnn.attention: unknown kind \"" + kind + "\"");
   }
 }
 
@@ -124,15 +124,8 @@ void RnnState::select(const torch::Tensor& index) {
 
 RnnImpl::RnnImpl(const ModelConfig& c, int64_t src_vocab, int64_t tgt_vocab) : Seq2SeqImpl(c) {
   const RnnConfig& r = c.rnn;
-  if (c.tie_embeddings == "all" && src_vocab != tgt_vocab)
-    throw Error("tie_embeddings=all needs one vocabulary");
   if (r.hidden % 2 != 0) throw Error("model.rnn.hidden must be even");
-  src_embed_ = register_module("src_embed", normal_embedding(src_vocab, c.d_model));
-  tgt_embed_ = c.tie_embeddings == "all"
-                   ? src_embed_
-                   : register_module("tgt_embed", normal_embedding(tgt_vocab, c.d_model));
-  if (c.tie_embeddings == "none")
-    out_proj_ = register_module("out_proj", xavier_linear(c.d_model, tgt_vocab, false));
+  register_embeddings(src_vocab, tgt_vocab);
   const double between = r.layers > 1 ? c.dropout : 0.0;
   if (r.cell == "lstm")
     encoder_lstm_ =
@@ -248,15 +241,6 @@ torch::Tensor RnnImpl::decode_step(const torch::Tensor& tokens, DecoderState& de
   if (attention != nullptr) attention->assign(1, w.view({w.size(0), 1, 1, w.size(1)}));
   ++state->length;
   return out;
-}
-
-torch::Tensor RnnImpl::project(const torch::Tensor& states) {
-  return output_.forward(states, out_proj_ ? out_proj_->weight : tgt_embed_->weight, is_training());
-}
-
-void RnnImpl::quantize_int8() {
-  eval();
-  output_.quantize(out_proj_ ? out_proj_->weight : tgt_embed_->weight);
 }
 
 }  // namespace nmt

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "config/config.h"
-#include "model/quantize.h"
 #include "model/seq2seq.h"
 
 namespace nmt {
@@ -50,7 +49,6 @@ class StackedCellsImpl : public torch::nn::Module {
 
  private:
   bool lstm_;
-  int64_t hidden_;
   double dropout_;
   std::vector<torch::Tensor> w_ih_, w_hh_, b_ih_, b_hh_;
 };
@@ -70,7 +68,7 @@ class RnnAttentionImpl : public torch::nn::Module {
                                                   const torch::Tensor& bias);
 
  private:
-  std::string kind_;
+  // query_ and v_ only for bahdanau, key_ also for luong_general.
   torch::nn::Linear query_{nullptr}, key_{nullptr}, v_{nullptr};
 };
 TORCH_MODULE(RnnAttention);
@@ -97,13 +95,10 @@ class RnnImpl : public Seq2SeqImpl {
   std::unique_ptr<DecoderState> start_decoding(const Encoded& enc, int64_t group = 1) override;
   torch::Tensor decode_step(const torch::Tensor& tokens, DecoderState& state,
                             std::vector<torch::Tensor>* attention = nullptr) override;
-  torch::Tensor project(const torch::Tensor& states) override;
 
   int64_t max_positions() const override { return config().max_positions; }
   int64_t attention_layers() const override { return 1; }
   int64_t attention_heads() const override { return 1; }
-  // Quantizes the output projection (as the Transformer's).
-  void quantize_int8() override;
 
  private:
   // The state after the bridge, for `group` rows per sentence.
@@ -111,14 +106,12 @@ class RnnImpl : public Seq2SeqImpl {
   // One decoder step from layer-0 input gates [N, G]; returns a_t [N, d_model].
   torch::Tensor step(const torch::Tensor& gates0, RnnState& state, torch::Tensor* weights);
 
-  torch::nn::Embedding src_embed_{nullptr}, tgt_embed_{nullptr};
   torch::nn::GRU encoder_gru_{nullptr};
   torch::nn::LSTM encoder_lstm_{nullptr};
   torch::nn::Linear bridge_{nullptr}, bridge_cell_{nullptr};
   StackedCells decoder_{nullptr};
   RnnAttention attention_{nullptr};
-  torch::nn::Linear combine_{nullptr}, out_proj_{nullptr};
-  OutputProjection output_;
+  torch::nn::Linear combine_{nullptr};
 };
 TORCH_MODULE(Rnn);
 

@@ -58,6 +58,27 @@ void check_length(int64_t length, int64_t max_positions) {
                 std::to_string(max_positions));
 }
 
+void Seq2SeqImpl::register_embeddings(int64_t src_vocab, int64_t tgt_vocab) {
+  const ModelConfig& c = config_;
+  if (c.tie_embeddings == "all" && src_vocab != tgt_vocab)
+    throw Error("tie_embeddings=all needs one vocabulary");
+  src_embed_ = register_module("src_embed", normal_embedding(src_vocab, c.d_model));
+  tgt_embed_ = c.tie_embeddings == "all"
+                   ? src_embed_
+                   : register_module("tgt_embed", normal_embedding(tgt_vocab, c.d_model));
+  if (c.tie_embeddings == "none")
+    out_proj_ = register_module("out_proj", xavier_linear(c.d_model, tgt_vocab, false));
+}
+
+torch::Tensor Seq2SeqImpl::project(const torch::Tensor& states) {
+  return output_.forward(states, out_proj_ ? out_proj_->weight : tgt_embed_->weight, is_training());
+}
+
+void Seq2SeqImpl::quantize_int8() {
+  eval();
+  output_.quantize(out_proj_ ? out_proj_->weight : tgt_embed_->weight);
+}
+
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
   return project(decode(tgt_in, encode(src)));
 }

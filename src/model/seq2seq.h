@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "model/quantize.h"
 
 namespace nmt {
 
@@ -56,8 +57,9 @@ class Seq2SeqImpl : public torch::nn::Module {
   // position. `attention` as in decode(), here [N, heads, 1, S].
   virtual torch::Tensor decode_step(const torch::Tensor& tokens, DecoderState& state,
                                     std::vector<torch::Tensor>* attention = nullptr) = 0;
-  // Vocabulary logits for output states of any leading shape.
-  virtual torch::Tensor project(const torch::Tensor& states) = 0;
+  // Vocabulary logits for output states of any leading shape: states W^T (no bias), W the tied
+  // target embedding or out_proj, the same in every family.
+  torch::Tensor project(const torch::Tensor& states);
   // project(decode(tgt_in, encode(src))).
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
@@ -66,8 +68,13 @@ class Seq2SeqImpl : public torch::nn::Module {
   // Layers and heads of the source attention that decode() reports.
   virtual int64_t attention_layers() const = 0;
   virtual int64_t attention_heads() const = 0;
-  // Dynamic int8 for inference on the CPU (model/quantize.h); puts the model in eval mode.
-  virtual void quantize_int8() = 0;
+  // Dynamic int8 quantization of the output projection, for inference on the CPU
+  // (model/quantize.h): weights are quantized once here, activations per call. Puts the model in
+  // eval mode; training mode then refuses to run the projection. The d_model-wide layers stay
+  // float: with this LibTorch's oneDNN engine each call with a new activation scale compiles a
+  // kernel, which costs more than those small products (docs/performance.md). Refuses a model
+  // on CUDA.
+  void quantize_int8();
 
   const ModelConfig& config() const { return config_; }
   // Where the parameters are.
@@ -84,12 +91,21 @@ class Seq2SeqImpl : public torch::nn::Module {
   // A buffer computed from the config (a position table): it moves with the model's device but
   // is not saved.
   torch::Tensor register_derived_buffer(const std::string& name, const torch::Tensor& value);
+  // Registers the embeddings every family has, first, so that parameters keep their order:
+  // src_embed, tgt_embed (unless model.tie_embeddings is "all") and, with "none", the output
+  // matrix out_proj; embeddings as normal_embedding makes them. Throws when "all" is given two
+  // vocabularies.
+  void register_embeddings(int64_t src_vocab, int64_t tgt_vocab);
+
+  torch::nn::Embedding src_embed_{nullptr}, tgt_embed_{nullptr};
 
  private:
   bool is_derived(const std::string& name) const;
 
   ModelConfig config_;
   std::vector<std::string> derived_buffers_;
+  torch::nn::Linear out_proj_{nullptr};  // only with tie_embeddings "none"
+  OutputProjection output_;              // int8 after quantize_int8()
 };
 TORCH_MODULE(Seq2Seq);
 

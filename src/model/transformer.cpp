@@ -4,7 +4,6 @@
 
 #include "data/tensors.h"
 #include "model/dropout.h"
-#include "model/quantize.h"
 #include "text/spm.h"
 #include "util/util.h"
 
@@ -198,18 +197,11 @@ void TransformerState::reorder(const torch::Tensor& index) {
 
 TransformerImpl::TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_t tgt_vocab)
     : Seq2SeqImpl(c), scale_(std::sqrt(static_cast<double>(c.d_model))) {
-  if (c.tie_embeddings == "all" && src_vocab != tgt_vocab)
-    throw Error("tie_embeddings=all needs one vocabulary");
   // N(0, d^-1/2): after the sqrt(d) scale the embeddings have unit variance.
-  auto make_embedding = [&](int64_t vocab) { return normal_embedding(vocab, c.d_model); };
-  src_embed_ = register_module("src_embed", make_embedding(src_vocab));
-  tgt_embed_ = c.tie_embeddings == "all" ? src_embed_
-                                         : register_module("tgt_embed", make_embedding(tgt_vocab));
-  if (c.tie_embeddings == "none")
-    out_proj_ = register_module("out_proj", xavier_linear(c.d_model, tgt_vocab, false));
+  register_embeddings(src_vocab, tgt_vocab);
   if (c.positional == "learned") {
-    src_pos_ = register_module("src_pos", make_embedding(c.max_positions));
-    tgt_pos_ = register_module("tgt_pos", make_embedding(c.max_positions));
+    src_pos_ = register_module("src_pos", normal_embedding(c.max_positions, c.d_model));
+    tgt_pos_ = register_module("tgt_pos", normal_embedding(c.max_positions, c.d_model));
   } else {
     sinusoids_ = register_derived_buffer("sinusoids", sinusoidal_table(c.max_positions, c.d_model));
   }
@@ -288,15 +280,6 @@ torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderS
   ++state.length;
   x = x.squeeze(1);
   return decoder_norm_ ? decoder_norm_(x) : x;
-}
-
-torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
-  return output_.forward(hidden, out_proj_ ? out_proj_->weight : tgt_embed_->weight, is_training());
-}
-
-void TransformerImpl::quantize_int8() {
-  eval();
-  output_.quantize(out_proj_ ? out_proj_->weight : tgt_embed_->weight);
 }
 
 }  // namespace nmt

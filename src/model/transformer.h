@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "config/config.h"
-#include "model/quantize.h"
 #include "model/seq2seq.h"
 
 namespace nmt {
@@ -128,18 +127,10 @@ class TransformerImpl : public Seq2SeqImpl {
   // Needs a TransformerState from start_decoding.
   torch::Tensor decode_step(const torch::Tensor& tokens, DecoderState& state,
                             std::vector<torch::Tensor>* attention = nullptr) override;
-  torch::Tensor project(const torch::Tensor& states) override;
 
   int64_t max_positions() const override { return config().max_positions; }
   int64_t attention_layers() const override { return config().decoder_layers; }
   int64_t attention_heads() const override { return config().heads; }
-
-  // Dynamic int8 quantization of the output projection, for inference on the CPU: weights are
-  // quantized once here, activations per call. Puts the model in eval mode; training mode then
-  // refuses to run the projection. The d_model-wide layers stay float: with this LibTorch's
-  // oneDNN engine each call with a new activation scale compiles a kernel, which costs more
-  // than those small products (docs/performance.md). Refuses a model on CUDA.
-  void quantize_int8() override;
 
  private:
   // Scaled embeddings plus positions offset, offset+1, ... for tokens [B, T].
@@ -148,10 +139,7 @@ class TransformerImpl : public Seq2SeqImpl {
 
   double scale_;
   torch::Tensor sinusoids_;  // a derived buffer: rebuilt from the config, never saved
-  torch::nn::Embedding src_embed_{nullptr}, tgt_embed_{nullptr};
   torch::nn::Embedding src_pos_{nullptr}, tgt_pos_{nullptr};
-  torch::nn::Linear out_proj_{nullptr};
-  OutputProjection output_;  // x W^T with W tied or out_proj_, int8 after quantize_int8()
   torch::nn::ModuleList encoder_{nullptr}, decoder_{nullptr};
   torch::nn::LayerNorm encoder_norm_{nullptr}, decoder_norm_{nullptr};
 };
