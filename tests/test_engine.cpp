@@ -430,8 +430,14 @@ TEST(TrainerState, JsonRoundTripAndCorruptFields) {
   s.best_value = 31.5;
   s.best_step = 10;
   s.validations_without_improvement = 1;
+  s.validated_step = 12;
   auto t = TrainerState::from_json(s.to_json(), "state.json");
   EXPECT_EQ(t.to_json(), s.to_json());
+  EXPECT_EQ(t.validated_step, 12);
+  // Checkpoints from before the field: no validation is known.
+  json old = s.to_json();
+  old.erase("validated_step");
+  EXPECT_EQ(TrainerState::from_json(old, "state.json").validated_step, -1);
   EXPECT_FALSE(s.to_json().contains("loss_scale"));  // only with fp16
   s.loss_scale = 256;
   s.loss_scale_good_steps = 7;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "helpers.h"
+#include "util/io.h"
 #include "util/util.h"
 
 using namespace nmt;
@@ -58,4 +59,101 @@ TEST(Files, AtomicWriteReplacesContentAndLeavesNoTemp) {
   int entries = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 1);
+}
+
+namespace {
+// The Error's message, or "" when fn does not throw one.
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Files, FailedWritesNameTheFileAndTheReason) {
+  // /dev/full fails every write with ENOSPC, as a full disk does.
+  OutFile full("/dev/full", OutFile::Mode::kTruncate);
+  full.write("buffered, not yet written");
+  EXPECT_EQ(error_of([&] { full.close(); }), "cannot write /dev/full: No space left on device");
+  EXPECT_EQ(error_of([] { write_file_atomic("/dev/full/x", "a"); }),
+            "cannot write /dev/full/x.tmp-" + std::to_string(::getpid()) + ": Not a directory");
+  // A stream over an OutFile throws the same Error out of the stream operation.
+  OutFile again("/dev/full", OutFile::Mode::kTruncate);
+  OutFileStream out(again);
+  EXPECT_EQ(error_of([&] { out << "text" << std::flush; }),
+            "cannot write /dev/full: No space left on device");
+  EXPECT_TRUE(out.bad());
+}
+
+TEST(Files, OutFileBuffersAndAppends) {
+  nmt_test::TempDir dir;
+  {
+    OutFile f(dir / "f", OutFile::Mode::kTruncate);
+    f.write("a");
+    EXPECT_EQ(nmt_test::read_text(dir / "f"), "");  // in the buffer until flush
+    f.flush();
+    EXPECT_EQ(nmt_test::read_text(dir / "f"), "a");
+    f.write(std::string(3 << 20, 'b'));  // larger than the buffer: written through
+    f.close();
+  }
+  OutFile g(dir / "f", OutFile::Mode::kAppend);
+  g.write("c");
+  g.close();
+  const std::string text = nmt_test::read_text(dir / "f");
+  EXPECT_EQ(text.size(), (3u << 20) + 2);
+  EXPECT_EQ(text.front(), 'a');
+  EXPECT_EQ(text.back(), 'c');
+}
+
+TEST(Files, ReplaceDirectorySwapsWholeDirectories) {
+  nmt_test::TempDir dir;
+  namespace fs = std::filesystem;
+  fs::create_directories(dir / "old");
+  nmt_test::write_text(dir / "old/a", "old");
+  fs::create_directories(dir / "new");
+  nmt_test::write_text(dir / "new/b", "new");
+  replace_directory(dir / "new", dir / "old");
+  EXPECT_FALSE(fs::exists(dir / "new"));
+  EXPECT_FALSE(fs::exists(dir / "old/a"));
+  EXPECT_EQ(nmt_test::read_text(dir / "old/b"), "new");
+  fs::create_directories(dir / "c");
+  replace_directory(dir / "c", dir / "d");  // nothing to replace: a rename
+  EXPECT_TRUE(fs::is_directory(dir / "d"));
+}
+
+TEST(Files, UnusablePathsAreNamed) {
+  nmt_test::TempDir dir;
+  nmt_test::write_text(dir / "file", "x");
+  EXPECT_EQ(error_of([&] { create_directories(dir / "file"); }),
+            "cannot create directory " + (dir / "file") + ": Not a directory");
+  EXPECT_EQ(error_of([&] { create_directories(dir / "file/sub"); }),
+            "cannot create directory " + (dir / "file/sub") + ": Not a directory");
+  EXPECT_EQ(error_of([&] { check_writable_file(dir / "missing/out"); }),
+            "cannot write " + (dir / "missing/out") + ": No such file or directory");
+  EXPECT_EQ(error_of([&] { check_writable_file(dir.path()); }),
+            "cannot write " + dir.path() + ": Is a directory");
+  EXPECT_EQ(error_of([&] { check_writable_file(dir / "new"); }), "");
+  EXPECT_FALSE(std::filesystem::exists(dir / "new"));  // the probe leaves nothing
+  EXPECT_EQ(error_of([&] { check_writable_file(dir / "file"); }), "");
+  EXPECT_EQ(nmt_test::read_text(dir / "file"), "x");  // nor truncates
+  EXPECT_EQ(error_of([&] { check_writable_dir(dir / "made/here"); }), "");
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "made/here"));
+}
+
+TEST(Files, DirLockIsExclusiveAndNamesItsHolder) {
+  nmt_test::TempDir dir;
+  {
+    DirLock lock(dir.path(), "nmt train");
+    EXPECT_EQ(nmt_test::read_text(dir / ".lock"), std::to_string(::getpid()) + " nmt train\n");
+    // flock conflicts between two open files even in one process.
+    EXPECT_EQ(error_of([&] { DirLock second(dir.path(), "nmt train"); }),
+              dir.path() + " is in use by nmt train (pid " + std::to_string(::getpid()) + ")");
+  }
+  DirLock after(dir.path(), "nmt train");  // released with the first
+  EXPECT_EQ(error_of([&] { DirLock missing(dir / "missing", "nmt train"); }),
+            "cannot write " + (dir / "missing") + ": No such file or directory");
 }

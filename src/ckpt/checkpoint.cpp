@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "model/device.h"
+#include "util/io.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -28,14 +29,6 @@ bool is_checkpoint_dir(const std::string& path) {
   return file_exists(path + "/state.json") && file_exists(path + "/model.pt");
 }
 
-// fsync a file written by LibTorch, which does not.
-void sync_file(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) throw Error("cannot reopen " + path);
-  ::fsync(::fileno(f));
-  std::fclose(f);
-}
-
 template <class Fn>
 void wrap_torch_io(const std::string& path, const char* what, Fn&& fn) {
   try {
@@ -44,6 +37,29 @@ void wrap_torch_io(const std::string& path, const char* what, Fn&& fn) {
     std::string msg = e.what_without_backtrace();
     throw Error(std::string("cannot ") + what + " " + path + ": " + msg.substr(0, msg.find('\n')));
   }
+}
+
+// torch::save through nmt's checked writer. LibTorch's own file writer throws from its destructor
+// when a write fails, which ends the process in std::terminate. This callback never throws: it
+// keeps the first failure, swallows the rest, and the error is raised once the archive is done.
+template <class Value>
+void save_torch(const Value& value, const std::string& path) {
+  OutFile out(path, OutFile::Mode::kTruncate);
+  std::exception_ptr failure;
+  const auto sink = [&](const void* data, size_t size) -> size_t {
+    if (!failure) {
+      try {
+        out.write({static_cast<const char*>(data), size});
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
+    return size;
+  };
+  wrap_torch_io(path, "write", [&] { torch::save(value, sink); });
+  if (failure) std::rethrow_exception(failure);
+  out.sync();
+  out.close();
 }
 }  // namespace
 
@@ -99,45 +115,36 @@ void write_checkpoint_dir(const std::string& final_dir, const Config& config, co
                           const std::vector<torch::Tensor>& rank_rng_states = {}) {
   const fs::path final_path(final_dir);
   const std::string dir = final_path.parent_path().string();
-  fs::create_directories(dir);
+  create_directories(dir);
   const std::string tmp_dir =
       dir + "/.tmp-" + final_path.filename().string() + "-" + std::to_string(::getpid());
-  fs::remove_all(tmp_dir);
-  fs::create_directories(tmp_dir);
-
-  wrap_torch_io(tmp_dir + "/model.pt", "write", [&] { torch::save(model, tmp_dir + "/model.pt"); });
-  sync_file(tmp_dir + "/model.pt");
-  if (optimizer != nullptr) {
-    wrap_torch_io(tmp_dir + "/optimizer.pt", "write",
-                  [&] { torch::save(*optimizer, tmp_dir + "/optimizer.pt"); });
-    const torch::Tensor rng_state = cpu_generator_state();
-    wrap_torch_io(tmp_dir + "/rng.pt", "write",
-                  [&] { torch::save(rng_state, tmp_dir + "/rng.pt"); });
-    sync_file(tmp_dir + "/optimizer.pt");
-    sync_file(tmp_dir + "/rng.pt");
-    if (!rank_rng_states.empty()) {
-      wrap_torch_io(tmp_dir + "/rng_ranks.pt", "write",
-                    [&] { torch::save(rank_rng_states, tmp_dir + "/rng_ranks.pt"); });
-      sync_file(tmp_dir + "/rng_ranks.pt");
+  std::error_code ec;
+  fs::remove_all(tmp_dir, ec);
+  create_directories(tmp_dir);
+  try {
+    save_torch(model, tmp_dir + "/model.pt");
+    if (optimizer != nullptr) {
+      save_torch(*optimizer, tmp_dir + "/optimizer.pt");
+      save_torch(cpu_generator_state(), tmp_dir + "/rng.pt");
+      if (!rank_rng_states.empty()) save_torch(rank_rng_states, tmp_dir + "/rng_ranks.pt");
+      // A model on a GPU: its generators too (one per device), for exact resumes there.
+      if (model->device().is_cuda()) save_torch(cuda_generator_states(), tmp_dir + "/rng_cuda.pt");
     }
-    // A model on a GPU: its generators too (one per device), for exact resumes there.
-    if (model->device().is_cuda()) {
-      const auto cuda_states = cuda_generator_states();
-      wrap_torch_io(tmp_dir + "/rng_cuda.pt", "write",
-                    [&] { torch::save(cuda_states, tmp_dir + "/rng_cuda.pt"); });
-      sync_file(tmp_dir + "/rng_cuda.pt");
-    }
+    // Inside the temporary directory a plain write is enough: the directory is renamed whole.
+    write_file_synced(tmp_dir + "/config.json", config_to_json(config) + "\n");
+    write_vocabs(tmp_dir, vocabs);
+    json st = {{"format_version", kFormatVersion}};
+    for (const auto& [key, value] : state.items()) st[key] = value;
+    // state.json is written last: its presence marks the directory's content complete.
+    write_file_synced(tmp_dir + "/state.json", st.dump(2) + "\n");
+    fsync_dir(tmp_dir);
+    replace_directory(tmp_dir, final_dir);
+  } catch (...) {
+    // A failed save leaves the checkpoints before it as they were and no partial directory
+    // (what removal cannot take, --resume removes).
+    fs::remove_all(tmp_dir, ec);
+    throw;
   }
-  write_file_atomic(tmp_dir + "/config.json", config_to_json(config) + "\n");
-  write_vocabs(tmp_dir, vocabs);
-  json st = {{"format_version", kFormatVersion}};
-  for (const auto& [key, value] : state.items()) st[key] = value;
-  // state.json is written last: its presence marks the directory's content complete.
-  write_file_atomic(tmp_dir + "/state.json", st.dump(2) + "\n");
-  fsync_dir(tmp_dir);
-
-  fs::remove_all(final_dir);
-  fs::rename(tmp_dir, final_dir);
   fsync_dir(dir);
 }
 }  // namespace
@@ -175,8 +182,13 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Conf
   name << "ckpt-" << std::setw(8) << std::setfill('0') << step;
   const std::string final_dir = checkpoints_dir(run_dir) + "/" + name.str();
   write_checkpoint_dir(final_dir, config, vocabs, model, &optimizer, state, rank_rng_states);
+  // Older checkpoints go only once the new one is complete.
   auto all = list_checkpoints(run_dir);
-  for (size_t i = 0; i + static_cast<size_t>(keep_last) < all.size(); ++i) fs::remove_all(all[i]);
+  for (size_t i = 0; i + static_cast<size_t>(keep_last) < all.size(); ++i) {
+    std::error_code ec;
+    fs::remove_all(all[i], ec);
+    if (ec) throw_io_error("remove", all[i], ec.value());
+  }
   return final_dir;
 }
 

@@ -2,9 +2,11 @@
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
+#include "util/io.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -38,6 +40,9 @@ void add_average_command(CLI::App& app) {
       dirs.assign(all.end() - args->last, all.end());
     }
     if (dirs.empty()) throw Error("give --checkpoints A B ... or --last N --run-dir DIR");
+    // An unwritable destination is refused before the checkpoints are read.
+    const std::string parent = std::filesystem::path(args->output).parent_path().string();
+    check_writable_dir(parent.empty() ? "." : parent);
     for (const auto& d : dirs) spdlog::info("averaging {}", d);
     const auto out = average_checkpoints(dirs, args->output);
     spdlog::info("wrote {} (average of {} checkpoints)", out, dirs.size());

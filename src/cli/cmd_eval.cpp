@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
@@ -12,6 +11,7 @@
 #include "cli/decode_flags.h"
 #include "eval/evaluate.h"
 #include "eval/metrics.h"
+#include "util/io.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -71,6 +71,8 @@ void add_eval_command(CLI::App& app) {
     if (args->hyp.empty() == false && (!args->src.empty() || !args->hyp_out.empty()))
       throw Error("--src and --hyp-out need --checkpoint; --hyp scores an existing file");
     check_decode_flags(args->decode);
+    // Refused before the translation, not after it.
+    if (!args->hyp_out.empty()) check_writable_file(args->hyp_out);
 
     const auto refs = read_lines(args->ref);
     nlohmann::json report;
@@ -88,8 +90,7 @@ void add_eval_command(CLI::App& app) {
       spdlog::info("translating {} lines with {} (beam {})", src.size(), m.dir,
                    options.search.beam_size);
       // The reference loss covers the pairs both sides of which can be encoded.
-      const EvalSet set =
-          make_eval_set(std::move(src), refs, m.vocabs, m.model->max_positions());
+      const EvalSet set = make_eval_set(std::move(src), refs, m.vocabs, m.model->max_positions());
       const EvalResult r = evaluate(m.model, m.vocabs, set, options, options.batch_tokens);
       hyps = r.hyps;
       bleu = r.bleu;
@@ -132,18 +133,17 @@ void add_eval_command(CLI::App& app) {
     report["bleu_details"] = {{"precisions", bleu.precisions}, {"counts", bleu.counts},
                               {"totals", bleu.totals},         {"bp", bleu.bp},
                               {"sys_len", bleu.sys_len},       {"ref_len", bleu.ref_len}};
+    OutFile out = OutFile::standard_output();
     if (args->json) {
-      std::cout << report.dump() << std::endl;
-      return;
+      out.write(report.dump() + "\n");
+    } else {
+      char chrf_line[64];
+      std::snprintf(chrf_line, sizeof chrf_line, "chrF2 = %.2f", chrf.score);
+      out.write(bleu_summary(bleu) + "\n" + chrf_line + "\nBLEU signature: " + bleu_signature() +
+                "\nchrF2 signature: " + chrf_signature() + "\n");
+      if (!loss_line.empty()) out.write(loss_line + "\n");
     }
-    char chrf_line[64];
-    std::snprintf(chrf_line, sizeof chrf_line, "chrF2 = %.2f", chrf.score);
-    std::cout << bleu_summary(bleu) << "\n"
-              << chrf_line << "\n"
-              << "BLEU signature: " << bleu_signature() << "\n"
-              << "chrF2 signature: " << chrf_signature() << "\n";
-    if (!loss_line.empty()) std::cout << loss_line << "\n";
-    std::cout.flush();
+    out.close();
   });
 }
 

@@ -1,10 +1,10 @@
 #include <CLI/CLI.hpp>
-#include <iostream>
 
 #include "cli/commands.h"
 #include "cli/launch.h"
 #include "config/config.h"
 #include "train/trainer.h"
+#include "util/io.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -47,7 +47,9 @@ void add_train_command(CLI::App& app) {
   cmd->callback([args] {
     setup_logging();
     if (args->print_reference) {
-      std::cout << config_reference_markdown();
+      OutFile out = OutFile::standard_output();
+      out.write(config_reference_markdown());
+      out.close();
       return;
     }
     std::string config_path = args->config;
@@ -60,7 +62,9 @@ void add_train_command(CLI::App& app) {
     if (!args->device.empty()) overrides.push_back("train.device=" + args->device);
     const Config config = load_config_file(config_path, overrides);
     if (args->dump_config) {
-      std::cout << config_to_json(config) << std::endl;
+      OutFile out = OutFile::standard_output();
+      out.write(config_to_json(config) + "\n");
+      out.close();
       return;
     }
     if (args->run_dir.empty()) throw Error("train: --run-dir is required");

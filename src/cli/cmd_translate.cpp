@@ -2,8 +2,8 @@
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/decode_flags.h"
 #include "decode/translate.h"
+#include "util/io.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -58,6 +59,16 @@ void add_translate_command(CLI::App& app) {
     if (args->attention_layer < -1 || args->attention_head < -1)
       throw Error("--attention-layer and --attention-head must be >= 0");
     use_inference_threads(args->decode);
+    // Files first: a missing input or an unwritable output is refused before the model loads.
+    std::ifstream in_file;
+    if (!args->input.empty()) {
+      in_file.open(args->input, std::ios::binary);
+      if (!in_file) throw_io_error("open input", args->input, errno);
+    }
+    std::istream& in = args->input.empty() ? std::cin : in_file;
+    OutFile out_file = args->output.empty() ? OutFile::standard_output()
+                                            : OutFile(args->output, OutFile::Mode::kTruncate);
+    if (!args->attention_out.empty()) check_writable_dir(args->attention_out);
     LoadedModel m = load_for_decoding(args->checkpoint, args->decode);
     spdlog::info("loaded {}", m.dir);
     TranslateOptions options = decode_options(args->decode, m.config, m.model->device());
@@ -69,22 +80,10 @@ void add_translate_command(CLI::App& app) {
     options.attention = !args->attention_out.empty();
     options.attention_layer = args->attention_layer;
     options.attention_head = args->attention_head;
-    if (options.attention) std::filesystem::create_directories(args->attention_out);
     spdlog::info("beam {}, length penalty {}", options.search.beam_size,
                  options.search.length_penalty);
 
-    std::ifstream in_file;
-    if (!args->input.empty()) {
-      in_file.open(args->input, std::ios::binary);
-      if (!in_file) throw Error("cannot open input " + args->input);
-    }
-    std::istream& in = args->input.empty() ? std::cin : in_file;
-    std::ofstream out_file;
-    if (!args->output.empty()) {
-      out_file.open(args->output, std::ios::binary | std::ios::trunc);
-      if (!out_file) throw Error("cannot write output " + args->output);
-    }
-    std::ostream& out = args->output.empty() ? std::cout : out_file;
+    OutFileStream out(out_file);
 
     const auto start = std::chrono::steady_clock::now();
     StreamOptions stream;
@@ -93,6 +92,7 @@ void add_translate_command(CLI::App& app) {
     stream.scores = args->scores;
     stream.attention_dir = args->attention_out;
     const TranslateStats total = translate_stream(m.model, m.vocabs, in, out, options, stream);
+    out_file.close();
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (total.truncated > 0)

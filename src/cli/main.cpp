@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   nmt::add_average_command(app);
   try {
     app.parse(argc, argv);
+    nmt::check_log_file();  // a log line that could not be written fails the command too
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const nmt::ExitStatus& e) {  // a clean stop on a signal, or --nproc's workers' status

@@ -1,7 +1,6 @@
 #include "data/corpus.h"
 
 #include <algorithm>
-#include <fstream>
 
 #include "util/util.h"
 
@@ -64,20 +63,20 @@ Corpus encode_corpus(const std::vector<std::string>& src_lines,
   return corpus;
 }
 
-int64_t write_clean_lines(const std::vector<std::string>& inputs, const std::string& out_path) {
-  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error("cannot write " + out_path);
+std::string clean_text(const std::vector<std::string>& inputs, int64_t* lines) {
+  std::string text;
   int64_t n = 0;
   for (const auto& path : inputs) {
     for (const auto& line : read_lines(path)) {
       if (!is_valid_utf8(line) || line.find('\0') != std::string::npos || trim(line).empty())
         continue;
-      out << line << '\n';
+      text += line;
+      text += '\n';
       ++n;
     }
   }
-  if (!out.flush()) throw Error("cannot write " + out_path);
-  return n;
+  *lines = n;
+  return text;
 }
 
 }  // namespace nmt

@@ -40,7 +40,8 @@ Corpus encode_corpus(const std::vector<std::string>& src_lines,
                      const SentencePiece& tgt_vocab, int64_t max_len, bool truncate,
                      CorpusStats* stats);
 
-// Writes the valid, non-empty lines of the given files to out_path (vocabulary training input).
-int64_t write_clean_lines(const std::vector<std::string>& inputs, const std::string& out_path);
+// The valid, non-empty lines of the given files, one a line (vocabulary training input); their
+// number in *lines.
+std::string clean_text(const std::vector<std::string>& inputs, int64_t* lines);
 
 }  // namespace nmt

@@ -7,6 +7,7 @@
 
 #include "data/tensors.h"
 #include "text/spm.h"
+#include "util/io.h"
 #include "util/util.h"
 
 namespace nmt {

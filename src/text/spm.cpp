@@ -28,7 +28,7 @@ struct Shim {
   int (*encode)(const void*, const char*, size_t, int**, size_t*);
   int (*decode)(const void*, const int*, size_t, char**, size_t*);
   int (*id_to_piece)(const void*, int, char**, size_t*);
-  int (*train)(const char*);
+  int (*train)(const char*, const char*, size_t, char**, size_t*);
 };
 
 std::string executable_dir() {
@@ -179,28 +179,23 @@ SentencePiece SentencePiece::from_file(const std::string& path) {
   return from_bytes(read_file(path), path);
 }
 
-std::string SentencePiece::train(const SpmTrainOptions& o) {
-  if (o.inputs.empty()) throw Error("SentencePiece training needs at least one input file");
-  std::string inputs;
-  for (const auto& in : o.inputs) {
-    if (in.find(',') != std::string::npos || in.find('\n') != std::string::npos)
-      throw Error("SentencePiece input path must not contain ',' or a newline: " + in);
-    inputs += (inputs.empty() ? "" : ",") + in;
-  }
-  if (o.model_prefix.find('\n') != std::string::npos)
-    throw Error("SentencePiece model path must not contain a newline: " + o.model_prefix);
+SentencePiece SentencePiece::train(std::string_view text, const SpmTrainOptions& o) {
+  if (text.empty()) throw Error("SentencePiece training needs at least one sentence");
   std::ostringstream options;
-  options << "input=" << inputs << "\nmodel_prefix=" << o.model_prefix
-          << "\nvocab_size=" << o.vocab_size << "\nmodel_type=" << o.model_type
+  options << "vocab_size=" << o.vocab_size << "\nmodel_type=" << o.model_type
           << "\ncharacter_coverage=" << o.character_coverage
           << "\ninput_sentence_size=" << o.input_sentence_size
           << "\nshuffle_input_sentence=true\nhard_vocab_limit=false"
           << "\npad_id=0\nunk_id=1\nbos_id=2\neos_id=3\nminloglevel=1"
           << "\nnum_threads=" << std::max(1, o.threads);
   const Shim& s = shim();
-  if (s.train(options.str().c_str()) != 0)
+  char* model = nullptr;
+  size_t len = 0;
+  if (s.train(options.str().c_str(), text.data(), text.size(), &model, &len) != 0)
     throw Error("SentencePiece training failed: " + std::string(s.last_error()));
-  return o.model_prefix + ".model";
+  std::string bytes(model, len);
+  s.free_buffer(model);
+  return from_bytes(std::move(bytes), "the trained model");
 }
 
 std::vector<int> SentencePiece::encode(std::string_view text) const {

@@ -15,8 +15,6 @@ constexpr int kBosId = 2;
 constexpr int kEosId = 3;
 
 struct SpmTrainOptions {
-  std::vector<std::string> inputs;  // text files, one sentence a line
-  std::string model_prefix;         // writes PREFIX.model and PREFIX.vocab
   int64_t vocab_size = 8000;
   std::string model_type = "unigram";
   double character_coverage = 1.0;
@@ -30,8 +28,9 @@ class SentencePiece {
   // From the bytes of a .model file; throws Error if invalid or if it lacks our special ids.
   static SentencePiece from_bytes(std::string bytes, const std::string& origin = "model");
   static SentencePiece from_file(const std::string& path);
-  // Trains a model with pad=0 unk=1 bos=2 eos=3; returns PREFIX.model's path.
-  static std::string train(const SpmTrainOptions& options);
+  // Trains a model with pad=0 unk=1 bos=2 eos=3 on sentences given one a line, in memory:
+  // nothing is written (the caller stores bytes() where it wants them).
+  static SentencePiece train(std::string_view text, const SpmTrainOptions& options);
 
   std::vector<int> encode(std::string_view text) const;
   std::string decode(const std::vector<int>& ids) const;

@@ -118,24 +118,57 @@ NMT_SPM_API int nmt_spm_id_to_piece(const void* handle, int id, char** text, siz
   }
 }
 
-// options: "key=value" lines, SentencePiece trainer flags without "--". Writes PREFIX.model.
+namespace {
+// The training sentences from one '\n'-separated buffer, so nothing goes through a file.
+class TextIterator : public sentencepiece::SentenceIterator {
+ public:
+  TextIterator(const char* text, size_t len) : text_(text, len) { Next(); }
+  bool done() const override { return done_; }
+  void Next() override {
+    if (pos_ >= text_.size()) {
+      done_ = true;
+      return;
+    }
+    size_t end = text_.find('\n', pos_);
+    if (end == std::string::npos) end = text_.size();
+    value_.assign(text_, pos_, end - pos_);
+    pos_ = end + 1;
+  }
+  const std::string& value() const override { return value_; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  std::string text_;
+  std::string value_;
+  size_t pos_ = 0;
+  bool done_ = false;
+};
+}  // namespace
+
+// options: "key=value" lines, SentencePiece trainer flags without "--"; text: the sentences, one
+// a line. The model comes back serialized in *model: SentencePiece writes no file.
 // (The map form of Train, unlike the flag-string form, does not echo the command to stderr.)
-NMT_SPM_API int nmt_spm_train(const char* options) {
+NMT_SPM_API int nmt_spm_train(const char* options, const char* text, size_t text_len, char** model,
+                              size_t* model_len) {
   try {
     std::unordered_map<std::string, std::string> kwargs;
-    const std::string text(options);
+    const std::string flags(options);
     size_t start = 0;
-    while (start < text.size()) {
-      size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      const std::string line = text.substr(start, end - start);
+    while (start < flags.size()) {
+      size_t end = flags.find('\n', start);
+      if (end == std::string::npos) end = flags.size();
+      const std::string line = flags.substr(start, end - start);
       const size_t eq = line.find('=');
       if (eq == std::string::npos) return fail("bad trainer option: " + line);
       kwargs[line.substr(0, eq)] = line.substr(eq + 1);
       start = end + 1;
     }
-    const auto status = sentencepiece::SentencePieceTrainer::Train(kwargs);
-    return status.ok() ? 0 : fail(status.ToString());
+    TextIterator sentences(text, text_len);
+    std::string serialized;
+    const auto status = sentencepiece::SentencePieceTrainer::Train(kwargs, &sentences, &serialized);
+    if (!status.ok()) return fail(status.ToString());
+    *model = copy_out(serialized, model_len);
+    return *model == nullptr ? fail("out of memory") : 0;
   } catch (const std::exception& e) {
     return fail(e.what());
   }

@@ -1,5 +1,6 @@
 #include "text/vocabs.h"
 
+#include "util/io.h"
 #include "util/util.h"
 
 namespace nmt {

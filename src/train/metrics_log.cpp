@@ -132,7 +132,7 @@ TrainRow Interval::close(int64_t step, int64_t epoch, double elapsed_s) {
 }
 
 MetricsFile::MetricsFile(std::string path, int64_t keep_through_step) : path_(std::move(path)) {
-  if (keep_through_step >= 0 && file_exists(path_)) {
+  if (file_exists(path_)) {
     std::string kept;
     for (const auto& line : read_lines(path_)) {
       const json row = json::parse(line, nullptr, false);
@@ -141,12 +141,11 @@ MetricsFile::MetricsFile(std::string path, int64_t keep_through_step) : path_(st
     }
     write_file_atomic(path_, kept);
   }
-  out_.open(path_, std::ios::app);
-  if (!out_) throw Error("cannot write " + path_);
+  out_ = OutFile(path_, OutFile::Mode::kAppend);
 }
 
 void MetricsFile::write(const json& row) {
-  out_ << row.dump() << '\n';
+  out_.write(row.dump() + "\n");
   out_.flush();
 }
 

@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "data/tensors.h"
 #include "eval/evaluate.h"
 #include "train/step.h"
+#include "util/io.h"
 
 namespace nmt {
 
@@ -72,17 +72,18 @@ class Interval {
   int64_t src_cells_ = 0, tgt_cells_ = 0, src_tokens_ = 0, tgt_tokens_ = 0;
 };
 
-// Appends rows to DIR/metrics.jsonl, flushing each.
+// Appends rows to DIR/metrics.jsonl, each written through at once (a failed write throws).
 class MetricsFile {
  public:
-  // With keep_through_step >= 0 (a resume), rows of later steps are dropped first: the
-  // interrupted run's steps after its checkpoint are about to be redone.
+  // Rows of steps after keep_through_step are dropped first: on a resume, the interrupted run's
+  // steps after its checkpoint are about to be redone; on a fresh start (0), a failed earlier
+  // attempt's rows go. A row cut short by a full disk is dropped with them.
   MetricsFile(std::string path, int64_t keep_through_step);
   void write(const nlohmann::json& row);
 
  private:
   std::string path_;
-  std::ofstream out_;
+  OutFile out_;
 };
 
 }  // namespace nmt

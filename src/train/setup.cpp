@@ -2,48 +2,43 @@
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
-
 #include "ckpt/checkpoint.h"
+#include "util/io.h"
 #include "util/util.h"
 
 namespace nmt {
 
-namespace fs = std::filesystem;
-
 namespace {
 
-// Trains a vocabulary from the valid lines of the given files into PREFIX.model.
+// Trains a vocabulary on the valid lines of the given files; `name` is where it will be stored.
 SentencePiece train_vocab(const Config& c, const std::vector<std::string>& files,
-                          const std::string& prefix) {
-  const std::string text = prefix + ".train.txt";
-  const int64_t lines = write_clean_lines(files, text);
-  spdlog::info("training SentencePiece {} vocabulary of {} on {} lines -> {}.model",
-               c.vocab.model_type, c.vocab.size, lines, prefix);
+                          const std::string& name) {
+  int64_t lines = 0;
+  const std::string text = clean_text(files, &lines);
+  spdlog::info("training SentencePiece {} vocabulary of {} on {} lines -> {}", c.vocab.model_type,
+               c.vocab.size, lines, name);
   SpmTrainOptions o;
-  o.inputs = {text};
-  o.model_prefix = prefix;
   o.vocab_size = c.vocab.size;
   o.model_type = c.vocab.model_type;
   o.character_coverage = c.vocab.character_coverage;
   o.input_sentence_size = c.vocab.input_sentence_size;
   o.threads = effective_threads(c);
-  const std::string model_path = SentencePiece::train(o);
-  fs::remove(text);
-  return SentencePiece::from_file(model_path);
+  return SentencePiece::train(text, o);
 }
 
 Vocabs prepare_vocabs(const Config& c, const std::string& run_dir) {
   if (c.vocab.joint) {
     auto sp = c.vocab.model.empty()
-                  ? train_vocab(c, {c.data.train_src, c.data.train_tgt}, run_dir + "/spm")
+                  ? train_vocab(c, {c.data.train_src, c.data.train_tgt}, run_dir + "/spm.model")
                   : SentencePiece::from_file(c.vocab.model);
     return Vocabs{sp, sp, true};
   }
-  auto src = c.vocab.src_model.empty() ? train_vocab(c, {c.data.train_src}, run_dir + "/spm.src")
-                                       : SentencePiece::from_file(c.vocab.src_model);
-  auto tgt = c.vocab.tgt_model.empty() ? train_vocab(c, {c.data.train_tgt}, run_dir + "/spm.tgt")
-                                       : SentencePiece::from_file(c.vocab.tgt_model);
+  auto src = c.vocab.src_model.empty()
+                 ? train_vocab(c, {c.data.train_src}, run_dir + "/spm.src.model")
+                 : SentencePiece::from_file(c.vocab.src_model);
+  auto tgt = c.vocab.tgt_model.empty()
+                 ? train_vocab(c, {c.data.train_tgt}, run_dir + "/spm.tgt.model")
+                 : SentencePiece::from_file(c.vocab.tgt_model);
   return Vocabs{src, tgt, false};
 }
 

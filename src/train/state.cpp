@@ -13,7 +13,8 @@ json TrainerState::to_json() const {
             {"tgt_tokens", tgt_tokens},
             {"elapsed_s", elapsed_s},
             {"best", has_best ? json{{"value", best_value}, {"step", best_step}} : json(nullptr)},
-            {"validations_without_improvement", validations_without_improvement}};
+            {"validations_without_improvement", validations_without_improvement},
+            {"validated_step", validated_step}};
   if (world_size > 1) j["world_size"] = world_size;  // one process: the format as before
   if (loss_scale > 0) {
     j["loss_scale"] = loss_scale;
@@ -36,6 +37,7 @@ TrainerState TrainerState::from_json(const json& st, const std::string& origin) 
       s.best_step = st.at("best").at("step").get<int64_t>();
     }
     s.validations_without_improvement = st.value("validations_without_improvement", int64_t{0});
+    s.validated_step = st.value("validated_step", int64_t{-1});
     s.world_size = st.value("world_size", int64_t{1});
     s.loss_scale = st.value("loss_scale", 0.0);
     s.loss_scale_good_steps = st.value("loss_scale_good_steps", int64_t{0});

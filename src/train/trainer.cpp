@@ -7,7 +7,6 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -26,13 +25,13 @@
 #include "train/state.h"
 #include "train/step.h"
 #include "train/validator.h"
+#include "util/io.h"
 #include "util/log.h"
 #include "util/signals.h"
 #include "util/util.h"
 
 namespace nmt {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -89,6 +88,8 @@ class Trainer {
   const TrainConfig& tc_;
   TrainOptions options_;
   const std::string& run_dir_;
+  // The run directory's lock (main process), released last.
+  std::optional<DirLock> lock_;
   const LaunchEnv env_;
   const bool main_process_;
   torch::Device device_{torch::kCPU};
@@ -107,7 +108,6 @@ class Trainer {
   Clock::time_point session_start_;
   double elapsed_before_ = 0;
   int64_t last_saved_step_ = -1;
-  int64_t last_validated_step_ = -1;
   int64_t out_of_memory_total_ = 0;
   // Test hook (NMT_DEBUG_CHECK_REPLICAS=1): compare the ranks' weights bit for bit every step.
   bool check_replicas_ = false;
@@ -123,7 +123,10 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
       env_(read_launch_env()),
       main_process_(env_.rank == 0) {
   if (main_process_) {
-    fs::create_directories(run_dir_);
+    // Before anything is written there: an unusable directory or a second trainer is refused
+    // at once, naming the directory.
+    create_directories(run_dir_);
+    lock_.emplace(run_dir_, "nmt train");
     setup_logging(run_dir_ + "/train.log");
   } else {
     setup_worker_logging(env_.rank);
@@ -218,7 +221,7 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
                tc_.batch_tokens);
   state_.world_size = env_.world_size;
   if (main_process_)
-    metrics_.emplace(run_dir_ + "/metrics.jsonl", run_.resume_from ? state_.step : int64_t{-1});
+    metrics_.emplace(run_dir_ + "/metrics.jsonl", run_.resume_from ? state_.step : int64_t{0});
   validator_ = std::make_unique<Validator>(config_, run_.vocabs, std::move(run_.valid), run_dir_);
   elapsed_before_ = state_.elapsed_s;
 }
@@ -300,10 +303,12 @@ void Trainer::log_row() {
       row.step, row.epoch, row.loss, row.ppl, row.lr, row.tok_per_s, format_duration(row.elapsed_s),
       format_duration(steps_left() * step_avg));
   if (metrics_) metrics_->write(to_json(row));
+  check_log_file();
 }
 
 bool Trainer::validate() {
-  last_validated_step_ = state_.step;
+  // In the state: a resume from a checkpoint saved after this validation does not repeat it.
+  state_.validated_step = state_.step;
   // On the main process; the others wait for its early-stopping decision.
   bool keep_going = true;
   if (main_process_)
@@ -335,6 +340,7 @@ void Trainer::save() {
   last_saved_step_ = state_.step;
   clear_progress();
   spdlog::info("saved checkpoint {}", path);
+  check_log_file();
 }
 
 void Trainer::run() {
@@ -394,7 +400,7 @@ void Trainer::run() {
     if (last_saved_step_ != state_.step) save();
     throw Interrupted(stop_signal);
   }
-  if (last_validated_step_ != state_.step) validate();
+  if (state_.validated_step != state_.step) validate();
   if (last_saved_step_ != state_.step) save();
   if (check_replicas_)
     spdlog::info(

@@ -1,23 +1,64 @@
 #include "util/log.h"
 
-#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
+#include <mutex>
+
+#include "util/io.h"
 
 namespace nmt {
 
 namespace {
 bool g_progress_shown = false;
+
+// The log file through nmt's checked writer, a line a write.
+class CheckedFileSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit CheckedFileSink(const std::string& path) : out_(path, OutFile::Mode::kAppend) {}
+  void check() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    if (failure_) return;
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    try {
+      out_.write({line.data(), line.size()});
+      out_.flush();
+    } catch (...) {
+      failure_ = std::current_exception();
+    }
+  }
+  void flush_() override {}
+
+ private:
+  OutFile out_;
+  std::exception_ptr failure_;
+};
+
+std::shared_ptr<CheckedFileSink> g_log_file;
+}  // namespace
+
+void check_log_file() {
+  if (g_log_file) g_log_file->check();
 }
 
 void setup_logging(const std::string& log_file, bool verbose) {
   std::vector<spdlog::sink_ptr> sinks;
   sinks.push_back(std::make_shared<spdlog::sinks::stderr_sink_mt>());
-  if (!log_file.empty())
-    sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_file, false));
+  g_log_file.reset();
+  if (!log_file.empty()) {
+    g_log_file = std::make_shared<CheckedFileSink>(log_file);
+    sinks.push_back(g_log_file);
+  }
   auto logger = std::make_shared<spdlog::logger>("nmt", sinks.begin(), sinks.end());
   logger->set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] %v");
   logger->set_level(verbose ? spdlog::level::debug : spdlog::level::info);
@@ -26,8 +67,8 @@ void setup_logging(const std::string& log_file, bool verbose) {
 }
 
 void setup_worker_logging(int rank) {
-  auto logger = std::make_shared<spdlog::logger>(
-      "nmt", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger =
+      std::make_shared<spdlog::logger>("nmt", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_pattern("[%Y-%m-%d %H:%M:%S] [rank " + std::to_string(rank) + "] [%^%l%$] %v");
   logger->set_level(spdlog::level::warn);
   logger->flush_on(spdlog::level::warn);

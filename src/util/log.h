@@ -5,8 +5,13 @@
 
 namespace nmt {
 
-// Logs go to stderr; with a file path they are also appended there.
+// Logs go to stderr; with a file path they are also appended there (checked writes: a file that
+// cannot be opened throws at once).
 void setup_logging(const std::string& log_file = "", bool verbose = false);
+
+// spdlog keeps a sink's exceptions to itself, so the log file's first failed write is held and
+// raised here (an Error naming the file); the file gets no more lines after it.
+void check_log_file();
 
 // A data-parallel worker other than rank 0: warnings and errors only, to stderr, each line
 // prefixed with "[rank N]".

@@ -206,44 +206,6 @@ int64_t count_lines(const std::string& path) {
   return last_newline ? n : n + 1;  // a last line without '\n' still counts
 }
 
-namespace {
-void write_all_and_sync(const std::string& path, std::string_view content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot write " + path + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t w = ::write(fd, content.data() + done, content.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      throw Error("cannot write " + path + ": " + why);
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) throw Error("cannot flush " + path);
-}
-}  // namespace
-
-void write_file_atomic(const std::string& path, std::string_view content) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  write_all_and_sync(tmp, content);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw Error("cannot rename " + tmp + " to " + path + ": " + why);
-  }
-  const auto parent = std::filesystem::path(path).parent_path();
-  fsync_dir(parent.empty() ? "." : parent.string());
-}
-
-void fsync_dir(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // best effort: durability, not correctness, depends on it
-  ::fsync(fd);
-  ::close(fd);
-}
-
 int hardware_threads() {
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);

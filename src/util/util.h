@@ -74,10 +74,6 @@ bool file_exists(const std::string& path);
 std::string read_file(const std::string& path);
 std::vector<std::string> read_lines(const std::string& path);
 int64_t count_lines(const std::string& path);
-// Writes to PATH.tmp-PID, fsyncs, then renames over PATH: readers see the old or the new file.
-void write_file_atomic(const std::string& path, std::string_view content);
-// fsync a directory so a rename inside it is durable.
-void fsync_dir(const std::string& path);
 
 // Number of hardware threads (at least 1).
 int hardware_threads();
