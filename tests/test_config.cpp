@@ -71,7 +71,7 @@ TEST(Config, OutOfRangeValues) {
   EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "model": {"norm": "middle"}})"),
             "model.norm: must be one of \"post\", \"pre\", got \"middle\"");
   EXPECT_EQ(error_of(R"({"train": {"max_steps": 0, "max_epochs": 0}})"),
-            "train.max_steps: set train.max_steps or train.max_epochs (both are 0)");
+            "train.max_steps: set train.max_steps, train.max_epochs or train.max_time (all are 0)");
   EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "vocab": {"joint": false}})"),
             "model.tie_embeddings: \"all\" needs vocab.joint = true");
   EXPECT_EQ(
@@ -229,4 +229,43 @@ TEST(Config, HugeValuesAreCutInMessages) {
   msg = error_of(R"({"train": {"max_steps": 10}, ")" + std::string(100000, 'k') + "\": 1}");
   EXPECT_LT(msg.size(), 200u);
   EXPECT_NE(msg.find("...: unknown key"), std::string::npos) << msg;
+}
+
+TEST(Config, DurationsParseFromNumbersAndUnits) {
+  EXPECT_DOUBLE_EQ(parse_duration("90"), 90);
+  EXPECT_DOUBLE_EQ(parse_duration("90s"), 90);
+  EXPECT_DOUBLE_EQ(parse_duration("45m"), 2700);
+  EXPECT_DOUBLE_EQ(parse_duration("2h"), 7200);
+  EXPECT_DOUBLE_EQ(parse_duration("1h30m"), 5400);
+  EXPECT_DOUBLE_EQ(parse_duration("1.5h"), 5400);
+  EXPECT_DOUBLE_EQ(parse_duration(" 1d "), 86400);
+  EXPECT_DOUBLE_EQ(parse_duration("0"), 0);
+  // From a file (seconds or a string) and from --set, which gives a string or a number.
+  EXPECT_DOUBLE_EQ(parse_config(R"({"train": {"max_time": "45m"}})").train.max_time.seconds, 2700);
+  EXPECT_DOUBLE_EQ(parse_config(R"({"train": {"max_time": 30.5}})").train.max_time.seconds, 30.5);
+  EXPECT_DOUBLE_EQ(parse_config(kMinimal, {"train.max_time=2h"}).train.max_time.seconds, 7200);
+  EXPECT_DOUBLE_EQ(parse_config(kMinimal, {"train.max_time=90"}).train.max_time.seconds, 90);
+  // Written back as seconds, which parse again.
+  const Config c = parse_config(kMinimal, {"train.max_time=1h30m"});
+  EXPECT_EQ(json::parse(config_to_json(c))["train"]["max_time"], 5400.0);
+  EXPECT_DOUBLE_EQ(parse_config(config_to_json(c)).train.max_time.seconds, 5400);
+  // max_time alone is a stopping rule.
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 0, "max_time": "10m"}})"), "");
+}
+
+TEST(Config, BadDurationsNameThePath) {
+  EXPECT_EQ(error_of(kMinimal, {"train.max_time=45x"}),
+            "train.max_time: unknown unit 'x' in \"45x\" (s, m, h or d)");
+  EXPECT_EQ(error_of(kMinimal, {"train.max_time=h"}),
+            "train.max_time: expected a duration such as \"90s\", \"45m\" or \"2h\", "
+            "got \"h\"");
+  EXPECT_EQ(error_of(kMinimal, {"train.max_time=1h30"}),
+            "train.max_time: a number without a unit after the first part of \"1h30\"");
+  EXPECT_EQ(error_of(kMinimal, {"train.max_time=-5"}),
+            "train.max_time: must be in [0, 3.1536e+08] seconds, got -5");
+  EXPECT_EQ(error_of(kMinimal, {"train.max_time=-5m"}),
+            "train.max_time: expected a duration such as \"90s\", \"45m\" or \"2h\", "
+            "got \"-5m\"");
+  EXPECT_EQ(error_of(kMinimal, {"train.max_time=true"}),
+            "train.max_time: expected seconds or a duration string like \"45m\", got boolean true");
 }

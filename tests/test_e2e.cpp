@@ -219,3 +219,54 @@ TEST(EndToEnd, OutOfMemoryStepsAreSkippedThenStopTraining) {
             std::string::npos)
       << r.output;
 }
+
+// train.max_time: training stops when the budget is spent, with a final validation and
+// checkpoint; the budget counts training time across --resume; the ETA counts down to it.
+TEST(EndToEnd, TimeBudgetStopsTrainingAcrossResumes) {
+  nmt_test::TempDir dir;
+  auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
+                         " --train 300 --valid 10 --test 10");
+  ASSERT_EQ(gen.status, 0) << gen.output;
+  const std::string run = dir / "run";
+  const std::string budget =
+      " --set train.max_steps=0 --set train.save_every=1000000"
+      " --set train.valid_every=0 --set train.log_every=5";
+  auto state_of = [&] {
+    const std::string out = run_command("ls -d " + run + "/checkpoints/ckpt-* | tail -1").output;
+    return json::parse(nmt_test::read_text(out.substr(0, out.size() - 1) + "/state.json"));
+  };
+  auto r = run_command(train_command(dir, 0, budget + " --set train.max_time=3s"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("train.max_time: the budget of 0:00:03 is spent at step"),
+            std::string::npos)
+      << r.output;
+  json st = state_of();
+  const int64_t first_steps = st["step"].get<int64_t>();
+  EXPECT_GT(first_steps, 0);
+  EXPECT_GE(st["elapsed_s"].get<double>(), 3.0);
+  EXPECT_LT(st["elapsed_s"].get<double>(), 3.0 + 30.0);
+  EXPECT_EQ(st["validated_step"].get<int64_t>(), first_steps);  // the final validation
+  // The ETA of each log line is the budget left, never more than the budget.
+  size_t eta_lines = 0;
+  for (size_t pos = 0; (pos = r.output.find("| ETA 0:00:0", pos)) != std::string::npos; ++pos) {
+    EXPECT_LE(r.output[pos + 12] - '0', 3) << r.output.substr(pos, 20);
+    ++eta_lines;
+  }
+  EXPECT_GT(eta_lines, 0u) << r.output;
+
+  // A larger budget continues from where the first one stopped, counting its time.
+  r = run_command(train_command(dir, 0, budget + " --set train.max_time=5 --resume"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+  st = state_of();
+  const int64_t second_steps = st["step"].get<int64_t>();
+  EXPECT_GT(second_steps, first_steps);
+  EXPECT_GE(st["elapsed_s"].get<double>(), 5.0);
+
+  // A spent budget: nothing more to train, validate or save.
+  const size_t rows_before = metrics_rows(run + "/metrics.jsonl").size();
+  r = run_command(train_command(dir, 0, budget + " --set train.max_time=5 --resume"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(state_of()["step"].get<int64_t>(), second_steps);
+  EXPECT_EQ(metrics_rows(run + "/metrics.jsonl").size(), rows_before);
+}

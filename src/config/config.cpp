@@ -1,7 +1,9 @@
 #include "config/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -69,6 +71,15 @@ Check<std::string> device_name() {
   return [](const std::string& v) -> std::optional<std::string> {
     if (is_device_name(v)) return std::nullopt;
     return "must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"" + clip(v) + "\"";
+  };
+}
+
+Check<Duration> duration_at_most(double max_seconds) {
+  return [max_seconds](const Duration& v) -> std::optional<std::string> {
+    if (std::isfinite(v.seconds) && v.seconds >= 0 && v.seconds <= max_seconds) return std::nullopt;
+    std::ostringstream os;
+    os << "must be in [0, " << max_seconds << "] seconds, got " << v.seconds;
+    return os.str();
   };
 }
 
@@ -154,6 +165,11 @@ void visit(TrainConfig& c, V& v) {
   v("max_steps", c.max_steps, "stop after this many optimizer steps (0 = no limit)", at_least(0));
   v("max_epochs", c.max_epochs, "stop after this many passes over the data (0 = no limit)",
     at_least(0));
+  v("max_time", c.max_time,
+    "stop when the training time (across --resume) reaches this, with a final validation and "
+    "checkpoint: seconds, or a string such as \"90s\", \"45m\", \"2h\", \"1h30m\" (0 = no "
+    "limit)",
+    duration_at_most(10 * 365 * 86400.0));
   v("seed", c.seed, "seed for initialisation, shuffling and dropout", at_least(0));
   v("threads", c.threads, "intra-op CPU threads (0 = all cores)", at_least(0));
   v("device", c.device,
@@ -255,6 +271,16 @@ std::string short_dump(const json& j) {
   return clip(j.dump(-1, ' ', false, json::error_handler_t::replace), 40);
 }
 
+// A field's value in JSON: durations as seconds, which parse back.
+template <class T>
+json to_json_value(const T& field) {
+  if constexpr (std::is_same_v<T, Duration>) {
+    return field.seconds;
+  } else {
+    return field;
+  }
+}
+
 // Reads a JSON object into a struct, field by field, recording which keys it knew.
 class Parser {
  public:
@@ -337,6 +363,14 @@ class Parser {
         throw Error(path + ": expected an integer, got " + j.dump());
       }
       throw wrong_type(path, "an integer", j);
+    } else if constexpr (std::is_same_v<T, Duration>) {
+      if (j.is_number()) return Duration{convert<double>(j, path)};
+      if (!j.is_string()) throw wrong_type(path, "seconds or a duration string like \"45m\"", j);
+      try {
+        return Duration{parse_duration(convert<std::string>(j, path))};
+      } catch (const Error& e) {
+        throw Error(path + ": " + e.what());
+      }
     } else if constexpr (std::is_same_v<T, double>) {
       if (!j.is_number()) throw wrong_type(path, "a number", j);
       const double d = j.get<double>();
@@ -381,7 +415,7 @@ class Printer {
   }
   template <class T>
   void operator()(const std::string& name, T& field, const char*, const Check<T>&) {
-    out_[name] = field;
+    out_[name] = to_json_value(field);
   }
 
  private:
@@ -407,15 +441,16 @@ class Documenter {
   }
   template <class T>
   void operator()(const std::string& name, T& field, const char* doc, const Check<T>&) {
-    std::string type = std::is_same_v<T, bool>      ? "bool"
-                       : std::is_same_v<T, int64_t> ? "int"
-                       : std::is_same_v<T, double>  ? "number"
-                                                    : "string";
+    std::string type = std::is_same_v<T, bool>       ? "bool"
+                       : std::is_same_v<T, int64_t>  ? "int"
+                       : std::is_same_v<T, double>   ? "number"
+                       : std::is_same_v<T, Duration> ? "duration"
+                                                     : "string";
     std::string meaning = note_ + doc;  // a '|' would end the Markdown cell
     for (size_t pos = 0; (pos = meaning.find('|', pos)) != std::string::npos; pos += 2)
       meaning.replace(pos, 1, "\\|");
-    os_ << "| `" << prefix_ << name << "` | " << type << " | `" << json(field).dump() << "` | "
-        << meaning << " |\n";
+    os_ << "| `" << prefix_ << name << "` | " << type << " | `" << to_json_value(field).dump()
+        << "` | " << meaning << " |\n";
   }
 
  private:
@@ -481,8 +516,9 @@ void validate_cross_fields(const Config& c) {
     throw Error("data.max_len: " + std::to_string(c.data.max_len) +
                 " needs model.max_positions >= max_len + 2, got " +
                 std::to_string(c.model.max_positions));
-  if (c.train.max_steps == 0 && c.train.max_epochs == 0)
-    throw Error("train.max_steps: set train.max_steps or train.max_epochs (both are 0)");
+  if (c.train.max_steps == 0 && c.train.max_epochs == 0 && c.train.max_time.seconds == 0)
+    throw Error(
+        "train.max_steps: set train.max_steps, train.max_epochs or train.max_time (all are 0)");
   if (c.decode.nbest > c.decode.beam_size)
     throw Error("decode.nbest: " + std::to_string(c.decode.nbest) + " exceeds decode.beam_size " +
                 std::to_string(c.decode.beam_size));
@@ -565,6 +601,37 @@ void validate_data_files(const Config& c) {
     if (!path->empty() && !file_exists(*path))
       throw Error(std::string(key) + ": file not found: " + *path);
   }
+}
+
+double parse_duration(const std::string& text) {
+  const std::string t = trim(text);
+  if (t.empty()) throw Error("expected a duration such as \"90s\", \"45m\" or \"2h\", got \"\"");
+  double total = 0;
+  size_t pos = 0;
+  while (pos < t.size()) {
+    size_t end = pos;
+    while (end < t.size() && (std::isdigit(static_cast<unsigned char>(t[end])) || t[end] == '.'))
+      ++end;
+    const std::string number = t.substr(pos, end - pos);
+    char* stop = nullptr;
+    const double value = number.empty() ? -1 : std::strtod(number.c_str(), &stop);
+    if (number.empty() || stop != number.c_str() + number.size() || !std::isfinite(value))
+      throw Error("expected a duration such as \"90s\", \"45m\" or \"2h\", got \"" + clip(text) +
+                  "\"");
+    double unit = 1;
+    if (end < t.size()) {
+      const char u = t[end++];
+      unit = u == 's' ? 1 : u == 'm' ? 60 : u == 'h' ? 3600 : u == 'd' ? 86400 : 0;
+      if (unit == 0)
+        throw Error("unknown unit '" + std::string(1, u) + "' in \"" + clip(text) +
+                    "\" (s, m, h or d)");
+    } else if (pos > 0) {
+      throw Error("a number without a unit after the first part of \"" + clip(text) + "\"");
+    }
+    total += value * unit;
+    pos = end;
+  }
+  return total;
 }
 
 std::string config_to_json(const Config& config) {

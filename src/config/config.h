@@ -8,6 +8,16 @@
 
 namespace nmt {
 
+// A length of time. In JSON a number of seconds or a string of numbers with units, as in "90s",
+// "45m", "2h", "1h30m" or "1.5d" (parse_duration).
+struct Duration {
+  double seconds = 0;
+};
+
+// Seconds in a duration string: one or more NUMBER UNIT parts (units s, m, h, d; a bare number
+// is seconds). Throws Error on anything else, negative numbers included.
+double parse_duration(const std::string& text);
+
 struct DataConfig {
   std::string train_src = "data/quickstart/train.en";  // training source, one sentence a line
   std::string train_tgt = "data/quickstart/train.de";  // training target, aligned with train_src
@@ -55,10 +65,11 @@ struct ModelConfig {
 };
 
 struct TrainConfig {
-  int64_t max_steps = 0;             // stop after this many optimizer steps (0 = no limit)
-  int64_t max_epochs = 0;            // stop after this many passes over the data (0 = no limit)
-  int64_t seed = 1;                  // seed for initialisation, shuffling and dropout
-  int64_t threads = 0;               // intra-op CPU threads (0 = all cores)
+  int64_t max_steps = 0;   // stop after this many optimizer steps (0 = no limit)
+  int64_t max_epochs = 0;  // stop after this many passes over the data (0 = no limit)
+  Duration max_time;       // stop when training time, across resumes, reaches this (0 = no limit)
+  int64_t seed = 1;        // seed for initialisation, shuffling and dropout
+  int64_t threads = 0;     // intra-op CPU threads (0 = all cores)
   std::string device = "auto";       // auto (CUDA when available, else CPU) | cpu | cuda | cuda:N
   std::string precision = "fp32";    // fp32 | bf16 | fp16 (CUDA autocast; weights stay fp32)
   int64_t log_every = 100;           // steps between log lines and metrics.jsonl rows

@@ -78,10 +78,18 @@ class Trainer {
   void log_row();
   bool validate();
   void save();
-  // The stop signal any process received (0: none), the same on every process.
-  int agreed_stop_signal(int local);
+  // Why training must stop now, the same on every process: the signal any process received
+  // (0: none), or train.max_time spent on any of them.
+  struct Stop {
+    int signal = 0;
+    bool time_up = false;
+  };
+  Stop agreed_stop(int local_signal);
   bool done();
   double steps_left() const;
+  // Seconds to the end by max_steps / max_epochs at step_avg seconds a step, or by max_time,
+  // whichever comes first.
+  double seconds_left(double step_avg) const;
   double elapsed() const;
 
   const Config& config_;
@@ -236,6 +244,14 @@ bool Trainer::done() {
   return tc_.max_epochs > 0 && stream_->epoch() >= tc_.max_epochs;
 }
 
+double Trainer::seconds_left(double step_avg) const {
+  const double steps = steps_left();
+  double left = std::isinf(steps) ? steps : steps * step_avg;
+  if (tc_.max_time.seconds > 0)
+    left = std::min(left, std::max(0.0, tc_.max_time.seconds - elapsed()));
+  return left;
+}
+
 double Trainer::steps_left() const {
   double left = std::numeric_limits<double>::infinity();
   if (tc_.max_steps > 0) left = static_cast<double>(tc_.max_steps - state_.step);
@@ -301,7 +317,7 @@ void Trainer::log_row() {
       "step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | {:.0f} tgt tok/s | "
       "elapsed {} | ETA {}",
       row.step, row.epoch, row.loss, row.ppl, row.lr, row.tok_per_s, format_duration(row.elapsed_s),
-      format_duration(steps_left() * step_avg));
+      format_duration(seconds_left(step_avg)));
   if (metrics_) metrics_->write(to_json(row));
   check_log_file();
 }
@@ -317,11 +333,13 @@ bool Trainer::validate() {
   return keep_going;
 }
 
-int Trainer::agreed_stop_signal(int local) {
-  if (!group_) return local;
-  // SIGINT wins over SIGTERM when processes saw different ones.
-  const auto sums = group_->sum({local == SIGINT ? 1.0 : 0.0, local == SIGTERM ? 1.0 : 0.0});
-  return sums[0] > 0 ? SIGINT : sums[1] > 0 ? SIGTERM : 0;
+Trainer::Stop Trainer::agreed_stop(int local_signal) {
+  const bool time_up = tc_.max_time.seconds > 0 && elapsed() >= tc_.max_time.seconds;
+  if (!group_) return {local_signal, time_up};
+  // SIGINT wins over SIGTERM when processes saw different ones; one collective for all three.
+  const auto sums = group_->sum({local_signal == SIGINT ? 1.0 : 0.0,
+                                 local_signal == SIGTERM ? 1.0 : 0.0, time_up ? 1.0 : 0.0});
+  return {sums[0] > 0 ? SIGINT : sums[1] > 0 ? SIGTERM : 0, sums[2] > 0};
 }
 
 void Trainer::save() {
@@ -352,9 +370,12 @@ void Trainer::run() {
   const auto oom_steps = debug_steps("NMT_DEBUG_OOM_STEPS");
   int64_t attempts = 0;
   int stop_signal = 0;
+  bool time_up = false;
   while (!done()) {
     // Checked between steps: the previous step is complete, so the checkpoint is consistent.
-    if ((stop_signal = agreed_stop_signal(signals.requested())) != 0) break;
+    const Stop stop = agreed_stop(signals.requested());
+    if ((stop_signal = stop.signal) != 0) break;
+    if ((time_up = stop.time_up)) break;
     // Gathered first: the loss is normalised by the step's target tokens.
     if (group_) group_->set_step(state_.step);
     // Test hook: NMT_DEBUG_EXIT="RANK:STEP" makes that rank die (as from SIGKILL: no clean-up)
@@ -384,7 +405,7 @@ void Trainer::run() {
                     static_cast<long long>(state_.step),
                     static_cast<long long>(stream_->epoch() + 1),
                     result.loss / static_cast<double>(std::max<int64_t>(1, result.tgt_tokens)), lr,
-                    format_duration(steps_left() * step_avg).c_str());
+                    format_duration(seconds_left(step_avg)).c_str());
       show_progress(buf);
     }
     if (state_.step % tc_.log_every == 0) log_row();
@@ -400,6 +421,9 @@ void Trainer::run() {
     if (last_saved_step_ != state_.step) save();
     throw Interrupted(stop_signal);
   }
+  if (time_up)
+    spdlog::info("train.max_time: the budget of {} is spent at step {} (training time {})",
+                 format_duration(tc_.max_time.seconds), state_.step, format_duration(elapsed()));
   if (state_.validated_step != state_.step) validate();
   if (last_saved_step_ != state_.step) save();
   if (check_replicas_)
