@@ -123,6 +123,17 @@ void expect_clean_failure(const nmt_test::RunResult& r, const std::string& reaso
     EXPECT_EQ(r.output.find(crash), std::string::npos) << context << "\n" << r.output;
 }
 
+// The error names the file the failed operation was on (a temporary one by its final name's
+// directory or stem: the pid part differs from run to run).
+void expect_names_file(const nmt_test::RunResult& r, const std::string& path,
+                       const std::string& context) {
+  const auto pid = path.find(".tmp-");
+  EXPECT_NE(r.output.find(path.substr(0, pid == std::string::npos ? path.size() : pid)),
+            std::string::npos)
+      << context << "\n"
+      << r.output;
+}
+
 std::string fault_env(size_t n) {
   // Alternately a full disk and an I/O error.
   return "NMT_DEBUG_FAIL_IO=" + std::to_string(n) + (n % 2 == 0 ? ":EIO " : " ");
@@ -178,12 +189,7 @@ TEST(Faults, EveryWriteOfATrainingRun) {
     expect_clean_failure(r, reason_of(n), context);
     // The error names the file (the run's own path for it).
     std::string path = ops[n - 1].path;
-    path.replace(0, ref.size(), run);
-    const auto pid = path.find(".tmp-");
-    EXPECT_NE(r.output.find(path.substr(0, pid == std::string::npos ? path.size() : pid)),
-              std::string::npos)
-        << context << "\n"
-        << r.output;
+    expect_names_file(r, path.replace(0, ref.size(), run), context);
     EXPECT_FALSE(has_leftovers(run)) << context;
     const bool resume =
         !run_command("ls -d " + run + "/checkpoints/ckpt-* 2>/dev/null").output.empty();
@@ -242,12 +248,7 @@ TEST(Faults, EveryWriteOfTranslateEvalAndAverage) {
           name + ", fault " + std::to_string(n) + ": " + ops[n - 1].op + " " + ops[n - 1].path;
       r = run_command(fault_env(n) + "timeout 120 " + command);
       expect_clean_failure(r, reason_of(n), context);
-      const std::string& path = ops[n - 1].path;
-      const auto pid = path.find(".tmp-");
-      EXPECT_NE(r.output.find(path.substr(0, pid == std::string::npos ? path.size() : pid)),
-                std::string::npos)
-          << context << "\n"
-          << r.output;
+      expect_names_file(r, ops[n - 1].path, context);
       EXPECT_FALSE(has_leftovers(dir / "out")) << context;
       ++summary[name + ": " + fault_class(ops[n - 1], dir / "out")]
                [HasFailure() ? "FAILED" : "error"];

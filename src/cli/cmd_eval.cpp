@@ -133,17 +133,15 @@ void add_eval_command(CLI::App& app) {
     report["bleu_details"] = {{"precisions", bleu.precisions}, {"counts", bleu.counts},
                               {"totals", bleu.totals},         {"bp", bleu.bp},
                               {"sys_len", bleu.sys_len},       {"ref_len", bleu.ref_len}};
-    OutFile out = OutFile::standard_output();
     if (args->json) {
-      out.write(report.dump() + "\n");
-    } else {
-      char chrf_line[64];
-      std::snprintf(chrf_line, sizeof chrf_line, "chrF2 = %.2f", chrf.score);
-      out.write(bleu_summary(bleu) + "\n" + chrf_line + "\nBLEU signature: " + bleu_signature() +
-                "\nchrF2 signature: " + chrf_signature() + "\n");
-      if (!loss_line.empty()) out.write(loss_line + "\n");
+      write_standard_output(report.dump() + "\n");
+      return;
     }
-    out.close();
+    char chrf_line[64];
+    std::snprintf(chrf_line, sizeof chrf_line, "chrF2 = %.2f", chrf.score);
+    write_standard_output(bleu_summary(bleu) + "\n" + chrf_line + "\nBLEU signature: " +
+                          bleu_signature() + "\nchrF2 signature: " + chrf_signature() + "\n" +
+                          (loss_line.empty() ? "" : loss_line + "\n"));
   });
 }
 

@@ -47,9 +47,7 @@ void add_train_command(CLI::App& app) {
   cmd->callback([args] {
     setup_logging();
     if (args->print_reference) {
-      OutFile out = OutFile::standard_output();
-      out.write(config_reference_markdown());
-      out.close();
+      write_standard_output(config_reference_markdown());
       return;
     }
     std::string config_path = args->config;
@@ -62,9 +60,7 @@ void add_train_command(CLI::App& app) {
     if (!args->device.empty()) overrides.push_back("train.device=" + args->device);
     const Config config = load_config_file(config_path, overrides);
     if (args->dump_config) {
-      OutFile out = OutFile::standard_output();
-      out.write(config_to_json(config) + "\n");
-      out.close();
+      write_standard_output(config_to_json(config) + "\n");
       return;
     }
     if (args->run_dir.empty()) throw Error("train: --run-dir is required");

@@ -191,6 +191,12 @@ int OutFileStream::Buf::sync() {
   return 0;
 }
 
+void write_standard_output(std::string_view text) {
+  OutFile out = OutFile::standard_output();
+  out.write(text);
+  out.close();
+}
+
 void write_file_synced(const std::string& path, std::string_view content) {
   OutFile out(path, OutFile::Mode::kTruncate);
   out.write(content);
@@ -256,26 +262,32 @@ void create_directories(const std::string& path) {
   if (ec) throw_io_error("create directory", path, ec.value());
 }
 
+namespace {
+// Creates and removes PATH (which must not exist): 0, or the errno that refused it.
+int probe_create(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  ::close(fd);
+  ::unlink(path.c_str());
+  return 0;
+}
+}  // namespace
+
 void check_writable_dir(const std::string& dir) {
   create_directories(dir);
-  const std::string probe = dir + "/.tmp-probe-" + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw_io_error("write in", dir, errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
+  if (const int err = probe_create(dir + "/.tmp-probe-" + std::to_string(::getpid())); err != 0)
+    throw_io_error("write in", dir, err);
 }
 
 void check_writable_file(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw_io_error("write", path, EISDIR);
-  int fd;
-  if (fs::exists(path, ec)) {
-    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // no O_TRUNC: the file stays as it is
-  } else {
-    const std::string probe = path + ".tmp-" + std::to_string(::getpid());
-    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) ::unlink(probe.c_str());
+  if (!fs::exists(path, ec)) {
+    if (const int err = probe_create(path + ".tmp-" + std::to_string(::getpid())); err != 0)
+      throw_io_error("write", path, err);
+    return;
   }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // no O_TRUNC: the file stays
   if (fd < 0) throw_io_error("write", path, errno);
   ::close(fd);
 }

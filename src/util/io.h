@@ -77,6 +77,8 @@ class OutFileStream : public std::ostream {
   Buf buf_;
 };
 
+// Writes all of text to standard output, checked (a command's result: a report, a config).
+void write_standard_output(std::string_view text);
 // Writes PATH in place and fsyncs it (for files inside a directory that is renamed whole).
 void write_file_synced(const std::string& path, std::string_view content);
 // Writes to PATH.tmp-PID, fsyncs, then renames over PATH: readers see the old or the new file,
