@@ -150,11 +150,46 @@ TEST(EndToEnd, DumpConfigPrintsTheMergedConfig) {
 }
 
 TEST(EndToEnd, EveryCommandHasHelp) {
-  for (const char* cmd : {"train", "translate", "eval", "average"}) {
+  for (const char* cmd : {"train", "translate", "eval", "average", "plot"}) {
     const auto r = run_command(nmt_bin() + " " + cmd + " --help");
     EXPECT_EQ(r.status, 0) << cmd;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << cmd;
   }
+}
+
+// Every shipped Multi30k recipe trains a few steps end to end (validation, checkpoints, the
+// averaging it asks for, curves) on the quickstart corpus in place of Multi30k, with a small
+// vocabulary: the recipes are not trained in CI, their settings are.
+TEST(EndToEnd, ShippedRecipesTrainBriefly) {
+  nmt_test::TempDir dir;
+  auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
+                         " --train 300 --valid 20 --test 10");
+  ASSERT_EQ(gen.status, 0) << gen.output;
+  const std::string d = dir / "data";
+  int recipes = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(nmt_test::source_dir() + "/configs")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("multi30k_", 0) != 0 || entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(name);
+    ++recipes;
+    const std::string run = dir / ("run-" + name);
+    const auto r = run_command(
+        nmt_bin() + " train --config configs/" + name + " --run-dir " + run +
+        " --set data.train_src=" + d + "/train.en --set data.train_tgt=" + d + "/train.de" +
+        " --set data.valid_src=" + d + "/valid.en --set data.valid_tgt=" + d + "/valid.de" +
+        " --set vocab.size=100 --set train.threads=1 --set train.max_steps=6" +
+        " --set train.max_time=0 --set train.save_every=2 --set train.valid_every=2" +
+        " --set train.log_every=2 --set data.max_len=60 --set train.batch_tokens=700");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/ckpt-00000006/model.pt"));
+    EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/best/model.pt"));
+    EXPECT_TRUE(std::filesystem::exists(run + "/curves.svg"));
+    const json config = json::parse(nmt_test::read_text(run + "/config.json"));
+    if (config["train"]["average_last"].get<int64_t>() > 0)
+      EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/averaged/model.pt")) << r.output;
+  }
+  EXPECT_GE(recipes, 3);
 }
 
 // Devices and precisions that cannot work here fail before any work, naming the flag or key.

@@ -134,6 +134,37 @@ TEST(Bleu, CaseMatters) {
   EXPECT_EQ(bleu({"The Cat"}, {"the cat"}), 0.0);
 }
 
+TEST(Bleu, LowercasedScoresAsSacrebleuLc) {
+  // -lc: "The Cat" and "the cat" are the same tokens, so everything matches.
+  EXPECT_NEAR(corpus_bleu({"The Cat sat on the Mat ."}, {"the cat sat on the mat."}, true).score,
+              100.0, 1e-12);
+  EXPECT_EQ(bleu_signature(true),
+            std::string("nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:") + kSacrebleuVersion);
+  // Lowercasing both sides first is the same computation.
+  const Lines hyps = {"Ein MANN fährt Rad.", "Zwei Hunde"},
+              refs = {"Ein Mann fährt ein Rad.", "zwei Hunde rennen"};
+  const BleuResult lc = corpus_bleu(hyps, refs, true);
+  const BleuResult pre = corpus_bleu({lowercase(hyps[0]), lowercase(hyps[1])},
+                                     {lowercase(refs[0]), lowercase(refs[1])});
+  EXPECT_EQ(lc.score, pre.score);
+  EXPECT_EQ(lc.counts, pre.counts);
+  EXPECT_GT(lc.score, corpus_bleu(hyps, refs).score);
+}
+
+TEST(Lowercase, FollowsPythonStrLower) {
+  // Values from Python 3: "...".lower().
+  EXPECT_EQ(lowercase("ÄÖÜ ẞ Straße"), "äöü ß straße");
+  EXPECT_EQ(lowercase("ÉCOLE À ÇA Œuvre Ÿ"), "école à ça œuvre ÿ");
+  EXPECT_EQ(lowercase("ΑΒΓ АБВ Ё"), "αβγ абв ё");
+  EXPECT_EQ(lowercase("İ"), "i\u0307");  // the one two-code-point case in these scripts
+  EXPECT_EQ(lowercase("ＡＢ 123 ?!"), "ａｂ 123 ?!");
+  // Invalid bytes pass through unchanged.
+  EXPECT_EQ(lowercase(std::string("A\xff\xc3"
+                                  "B")),
+            std::string("a\xff\xc3"
+                        "b"));
+}
+
 TEST(Bleu, MismatchedLengthsThrow) {
   EXPECT_THROW(corpus_bleu({"a"}, {}), std::invalid_argument);
   EXPECT_THROW(corpus_bleu({"a", "b"}, {"a"}), std::invalid_argument);

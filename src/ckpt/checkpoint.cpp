@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <iomanip>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
+
+#include <spdlog/spdlog.h>
 
 #include "model/device.h"
 #include "util/io.h"
@@ -95,11 +98,49 @@ int remove_partial_checkpoints(const std::string& run_dir) {
   return removed;
 }
 
+namespace {
+// The validation value of train.best_metric a checkpoint was saved with, if it was validated at
+// its own step. A best checkpoint from before "valid_value" existed has it as "best_value".
+std::optional<double> own_valid_value(const json& st) {
+  if (st.contains("valid_value") &&
+      st.value("validated_step", int64_t{-1}) == st.value("step", int64_t{0}))
+    return st.at("valid_value").get<double>();
+  if (st.contains("best_value") && !st.contains("averaged_from"))
+    return st.at("best_value").get<double>();
+  return std::nullopt;
+}
+
+bool higher_is_better(const std::string& metric) { return metric != "loss"; }
+
+// Of a run's best and averaged checkpoints, the one with the better validation value.
+std::string pick_best_or_averaged(const std::string& best, const std::string& averaged) {
+  const json b = read_checkpoint_state(best), a = read_checkpoint_state(averaged);
+  const auto vb = own_valid_value(b), va = own_valid_value(a);
+  const std::string metric = b.value("best_metric", std::string("bleu"));
+  if (!va || a.value("best_metric", std::string()) != metric) {
+    spdlog::info("checkpoint: {} ({} has no validation by {} to compare)", best, averaged, metric);
+    return best;
+  }
+  if (!vb) {
+    spdlog::info("checkpoint: {} ({} has no validation value)", averaged, best);
+    return averaged;
+  }
+  const bool avg_wins = higher_is_better(metric) ? *va > *vb : *va < *vb;
+  spdlog::info("checkpoint: {} (validation {}: averaged {:.4f}, best {:.4f} at step {})",
+               avg_wins ? averaged : best, metric, *va, *vb, b.value("step", int64_t{0}));
+  return avg_wins ? averaged : best;
+}
+}  // namespace
+
 std::string resolve_checkpoint(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("checkpoint not found: " + path);
   if (is_checkpoint_dir(path)) return path;
-  if (is_checkpoint_dir(best_checkpoint_dir(path))) return best_checkpoint_dir(path);
+  const std::string best = best_checkpoint_dir(path), averaged = averaged_checkpoint_dir(path);
+  const bool has_best = is_checkpoint_dir(best), has_averaged = is_checkpoint_dir(averaged);
+  if (has_best && has_averaged) return pick_best_or_averaged(best, averaged);
+  if (has_best) return best;
+  if (has_averaged) return averaged;
   const auto all = list_checkpoints(path);
   if (all.empty())
     throw Error("no checkpoint in " + path + " (expected " + path + "/checkpoints/ckpt-*)");
@@ -173,10 +214,30 @@ void load_weights(Seq2Seq& model, const std::string& path) {
 }
 }  // namespace
 
+std::vector<std::string> best_validated_checkpoints(const std::string& run_dir, int64_t count,
+                                                    bool higher_is_better) {
+  std::vector<std::pair<double, std::string>> scored;
+  for (const auto& dir : list_checkpoints(run_dir)) {
+    if (const auto v = own_valid_value(read_checkpoint_state(dir)))
+      scored.emplace_back(higher_is_better ? -*v : *v, dir);
+  }
+  // Ties go to the newer checkpoint.
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) {
+    return x.first < y.first || (x.first == y.first && x.second > y.second);
+  });
+  std::vector<std::string> out;
+  for (const auto& [v, dir] : scored) {
+    if (static_cast<int64_t>(out.size()) == count) break;
+    out.push_back(dir);
+  }
+  return out;
+}
+
 std::string save_checkpoint(const std::string& run_dir, int64_t step, const Config& config,
                             const Vocabs& vocabs, Seq2Seq& model,
                             torch::optim::Optimizer& optimizer, const json& state,
-                            int64_t keep_last, const std::vector<torch::Tensor>& rank_rng_states) {
+                            const Retention& retention,
+                            const std::vector<torch::Tensor>& rank_rng_states) {
   if (!is_main_process()) return "";
   std::ostringstream name;
   name << "ckpt-" << std::setw(8) << std::setfill('0') << step;
@@ -184,7 +245,12 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Conf
   write_checkpoint_dir(final_dir, config, vocabs, model, &optimizer, state, rank_rng_states);
   // Older checkpoints go only once the new one is complete.
   auto all = list_checkpoints(run_dir);
-  for (size_t i = 0; i + static_cast<size_t>(keep_last) < all.size(); ++i) {
+  const auto best =
+      retention.keep_best > 0
+          ? best_validated_checkpoints(run_dir, retention.keep_best, retention.higher_is_better)
+          : std::vector<std::string>{};
+  for (size_t i = 0; i + static_cast<size_t>(retention.keep_last) < all.size(); ++i) {
+    if (std::find(best.begin(), best.end(), all[i]) != best.end()) continue;
     std::error_code ec;
     fs::remove_all(all[i], ec);
     if (ec) throw_io_error("remove", all[i], ec.value());
@@ -194,6 +260,10 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Conf
 
 std::string best_checkpoint_dir(const std::string& run_dir) {
   return checkpoints_dir(run_dir) + "/best";
+}
+
+std::string averaged_checkpoint_dir(const std::string& run_dir) {
+  return checkpoints_dir(run_dir) + "/averaged";
 }
 
 std::string save_model_checkpoint(const std::string& dir, const Config& config,
@@ -270,17 +340,19 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir, const torch::De
   return out;
 }
 
-std::string average_checkpoints(const std::vector<std::string>& dirs, const std::string& output) {
+AveragedModel average_models(const std::vector<std::string>& dirs, const torch::Device& device) {
   if (dirs.empty()) throw Error("average: no checkpoints given");
-  LoadedModel base = load_model(dirs.front());
+  AveragedModel out;
+  out.loaded = load_model(dirs.front(), device);
+  const LoadedModel& base = out.loaded;
   torch::NoGradGuard no_grad;
   // Sums in double so the order of the checkpoints does not change the result.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> sums;  // (target, running sum)
   for (const auto& t : base.model->saved_tensors()) sums.emplace_back(t, t.to(torch::kDouble));
-  int64_t step = read_checkpoint_state(base.dir).value("step", int64_t{0});
-  std::vector<std::string> used{base.dir};
+  out.step = read_checkpoint_state(base.dir).value("step", int64_t{0});
+  out.from = {base.dir};
   for (size_t i = 1; i < dirs.size(); ++i) {
-    LoadedModel other = load_model(dirs[i]);
+    LoadedModel other = load_model(dirs[i], device);
     if (!same_model_config(other.config.model, base.config.model))
       throw Error("average: " + other.dir + " has another model section than " + base.dir);
     if (other.vocabs.src.bytes() != base.vocabs.src.bytes() ||
@@ -288,13 +360,19 @@ std::string average_checkpoints(const std::vector<std::string>& dirs, const std:
       throw Error("average: " + other.dir + " has another vocabulary than " + base.dir);
     const auto others = other.model->saved_tensors();
     for (size_t k = 0; k < sums.size(); ++k) sums[k].second += others[k].to(torch::kDouble);
-    step = std::max(step, read_checkpoint_state(other.dir).value("step", int64_t{0}));
-    used.push_back(other.dir);
+    out.step = std::max(out.step, read_checkpoint_state(other.dir).value("step", int64_t{0}));
+    out.from.push_back(other.dir);
   }
   const double n = static_cast<double>(dirs.size());
   for (auto& [target, sum] : sums) target.copy_(sum / n);
-  return save_model_checkpoint(output, base.config, base.vocabs, base.model,
-                               {{"step", step}, {"averaged_from", used}});
+  out.loaded.dir.clear();
+  return out;
+}
+
+std::string average_checkpoints(const std::vector<std::string>& dirs, const std::string& output) {
+  AveragedModel avg = average_models(dirs);
+  return save_model_checkpoint(output, avg.loaded.config, avg.loaded.vocabs, avg.loaded.model,
+                               {{"step", avg.step}, {"averaged_from", avg.from}});
 }
 
 }  // namespace nmt

@@ -21,26 +21,43 @@
 
 namespace nmt {
 
-// A checkpoint directory, or a run directory: its best checkpoint when there is one, else its
-// newest. Throws if none.
+// A checkpoint directory, or a run directory: of its best and averaged checkpoints the one with
+// the better validation value of train.best_metric (logged), the only one of them there is, or
+// else its newest checkpoint. Throws if none.
 std::string resolve_checkpoint(const std::string& path);
 // Complete checkpoints of a run, oldest first.
 std::vector<std::string> list_checkpoints(const std::string& run_dir);
 // Removes leftover temporary checkpoint directories; returns how many.
 int remove_partial_checkpoints(const std::string& run_dir);
 
-// Writes RUN/checkpoints/ckpt-<step> atomically and prunes to keep_last. `state` is the
-// trainer's (train/state.h), stored as state.json. Main process only; returns the directory.
-// rank_rng_states: in data-parallel training, every rank's CPU generator state, by rank
-// (rng_ranks.pt).
+// The `count` complete checkpoints of a run with the best validation at their own step (state.json
+// "valid_value", train.best_metric), best first; fewer when fewer were validated.
+std::vector<std::string> best_validated_checkpoints(const std::string& run_dir, int64_t count,
+                                                    bool higher_is_better);
+
+// Which checkpoints pruning keeps: the keep_last newest and, with keep_best > 0, the keep_best
+// best validated ones (train.average_best).
+struct Retention {
+  int64_t keep_last = 5;
+  int64_t keep_best = 0;
+  bool higher_is_better = true;
+};
+
+// Writes RUN/checkpoints/ckpt-<step> atomically, then prunes the others that `retention` does
+// not keep. `state` is the trainer's (train/state.h), stored as state.json. Main process only;
+// returns the directory. rank_rng_states: in data-parallel training, every rank's CPU generator
+// state, by rank (rng_ranks.pt).
 std::string save_checkpoint(const std::string& run_dir, int64_t step, const Config& config,
                             const Vocabs& vocabs, Seq2Seq& model,
                             torch::optim::Optimizer& optimizer, const nlohmann::json& state,
-                            int64_t keep_last,
+                            const Retention& retention,
                             const std::vector<torch::Tensor>& rank_rng_states = {});
 
 // RUN/checkpoints/best: the best checkpoint by validation (train.best_metric).
 std::string best_checkpoint_dir(const std::string& run_dir);
+// RUN/checkpoints/averaged: the mean of checkpoints written at the end of training
+// (train.average_last).
+std::string averaged_checkpoint_dir(const std::string& run_dir);
 
 // Writes an inference checkpoint (weights, config, vocabularies, state; no optimizer or
 // generators) atomically into dir, replacing it. Main process only. Used for the best and
@@ -74,8 +91,16 @@ struct LoadedModel {
 LoadedModel load_model(const std::string& checkpoint_or_run_dir,
                        const torch::Device& device = torch::kCPU);
 
-// Averages the weights of checkpoints with one model config and vocabulary into an inference
-// checkpoint at `output`; returns its path.
+// The mean of the weights of checkpoints with one model config and vocabulary, on `device`.
+struct AveragedModel {
+  LoadedModel loaded;             // config and vocabularies of the first; dir is empty
+  int64_t step = 0;               // the newest step among them
+  std::vector<std::string> from;  // the checkpoints, as given
+};
+AveragedModel average_models(const std::vector<std::string>& dirs,
+                             const torch::Device& device = torch::kCPU);
+
+// average_models saved as an inference checkpoint at `output`; returns its path.
 std::string average_checkpoints(const std::vector<std::string>& dirs, const std::string& output);
 
 }  // namespace nmt

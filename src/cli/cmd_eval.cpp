@@ -125,9 +125,13 @@ void add_eval_command(CLI::App& app) {
       bleu = corpus_bleu(hyps, refs);
       chrf = corpus_chrf(hyps, refs);
     }
+    // Lowercased as well (sacreBLEU -lc), for setting beside papers that score that way.
+    const BleuResult bleu_lc = corpus_bleu(hyps, refs, /*lowercase=*/true);
     report["bleu"] = bleu.score;
     report["chrf"] = chrf.score;
+    report["bleu_lowercase"] = bleu_lc.score;
     report["bleu_signature"] = bleu_signature();
+    report["bleu_lowercase_signature"] = bleu_signature(/*lowercase=*/true);
     report["chrf_signature"] = chrf_signature();
     report["sentences"] = hyps.size();
     report["bleu_details"] = {{"precisions", bleu.precisions}, {"counts", bleu.counts},
@@ -139,9 +143,11 @@ void add_eval_command(CLI::App& app) {
     }
     char chrf_line[64];
     std::snprintf(chrf_line, sizeof chrf_line, "chrF2 = %.2f", chrf.score);
-    write_standard_output(bleu_summary(bleu) + "\n" + chrf_line + "\nBLEU signature: " +
-                          bleu_signature() + "\nchrF2 signature: " + chrf_signature() + "\n" +
-                          (loss_line.empty() ? "" : loss_line + "\n"));
+    write_standard_output(
+        bleu_summary(bleu) + "\n" + chrf_line + "\nBLEU signature: " + bleu_signature() +
+        "\nchrF2 signature: " + chrf_signature() + "\n" + "lowercased " + bleu_summary(bleu_lc) +
+        "\nlowercased BLEU signature: " + bleu_signature(true) + "\n" +
+        (loss_line.empty() ? "" : loss_line + "\n"));
   });
 }
 

@@ -10,4 +10,5 @@ void add_train_command(CLI::App& app);
 void add_translate_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_average_command(CLI::App& app);
+void add_plot_command(CLI::App& app);
 }  // namespace nmt

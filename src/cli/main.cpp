@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   nmt::add_translate_command(app);
   nmt::add_eval_command(app);
   nmt::add_average_command(app);
+  nmt::add_plot_command(app);
   try {
     app.parse(argc, argv);
     nmt::check_log_file();  // a log line that could not be written fails the command too

@@ -183,6 +183,15 @@ void visit(TrainConfig& c, V& v) {
   v("save_every", c.save_every, "steps between checkpoints (a final one is always written)",
     at_least(1));
   v("keep_last", c.keep_last, "checkpoints kept under DIR/checkpoints", at_least(1));
+  v("average_last", c.average_last,
+    "at the end of training, average the weights of this many checkpoints into "
+    "DIR/checkpoints/averaged and validate it; --checkpoint DIR then takes the better of best and "
+    "averaged (0 = off, else >= 2)",
+    at_least(0));
+  v("average_best", c.average_best,
+    "average the average_last checkpoints with the best validation best_metric instead of the "
+    "newest (they are kept beside keep_last; needs valid_every)",
+    any<bool>());
   v("batch_tokens", c.batch_tokens,
     "token budget of one batch: rows x padded width (must be > data.max_len)", at_least(2));
   v("accum_steps", c.accum_steps, "batches whose gradients are summed per optimizer step",
@@ -519,6 +528,19 @@ void validate_cross_fields(const Config& c) {
   if (c.train.max_steps == 0 && c.train.max_epochs == 0 && c.train.max_time.seconds == 0)
     throw Error(
         "train.max_steps: set train.max_steps, train.max_epochs or train.max_time (all are 0)");
+  if (c.train.average_last == 1)
+    throw Error("train.average_last: 0 (off) or at least 2 checkpoints, got 1");
+  if (c.train.average_best && c.train.average_last == 0)
+    throw Error("train.average_best: needs train.average_last >= 2");
+  if (c.train.average_best && (c.train.valid_every == 0 || c.data.valid_src.empty()))
+    throw Error(
+        "train.average_best: needs validation during training (train.valid_every > 0 and "
+        "data.valid_src/valid_tgt) to rank the checkpoints");
+  if (!c.train.average_best && c.train.average_last > c.train.keep_last)
+    throw Error(
+        "train.average_last: averages the newest checkpoints kept, so it must be <= "
+        "train.keep_last (" +
+        std::to_string(c.train.keep_last) + "), got " + std::to_string(c.train.average_last));
   if (c.decode.nbest > c.decode.beam_size)
     throw Error("decode.nbest: " + std::to_string(c.decode.nbest) + " exceeds decode.beam_size " +
                 std::to_string(c.decode.beam_size));

@@ -75,6 +75,8 @@ struct TrainConfig {
   int64_t log_every = 100;           // steps between log lines and metrics.jsonl rows
   int64_t save_every = 1000;         // steps between checkpoints (a final one is always written)
   int64_t keep_last = 5;             // checkpoints kept in DIR/checkpoints
+  int64_t average_last = 0;          // checkpoints averaged into .../averaged at the end (0 = off)
+  bool average_best = false;         // average the best average_last by validation, not the newest
   int64_t batch_tokens = 4096;       // token budget of a batch: rows x padded width
   int64_t accum_steps = 1;           // batches whose gradients are summed per optimizer step
   std::string lr_schedule = "noam";  // noam | inverse_sqrt | constant (train/schedule.h)

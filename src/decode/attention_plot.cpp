@@ -9,23 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/svg.h"
 #include "util/util.h"
 
 namespace nmt {
 namespace {
-
-// XML 1.0 Char production; anything else makes the document ill-formed, even as &#N;.
-bool is_xml_char(char32_t c) {
-  return c == 0x9 || c == 0xA || c == 0xD || (c >= 0x20 && c <= 0xD7FF) ||
-         (c >= 0xE000 && c <= 0xFFFD) || (c >= 0x10000 && c <= 0x10FFFF);
-}
-
-std::u32string xml_label(const std::string& s) {
-  std::u32string cps = decode_utf8(s);
-  cps.erase(std::remove_if(cps.begin(), cps.end(), [](char32_t c) { return !is_xml_char(c); }),
-            cps.end());
-  return cps;
-}
 
 std::u32string truncate_label(const std::u32string& cps, std::size_t max_cps) {
   if (cps.size() <= max_cps) return cps;
@@ -34,70 +22,7 @@ std::u32string truncate_label(const std::u32string& cps, std::size_t max_cps) {
   return out;
 }
 
-// Encodes and escapes for both text and attribute values (quotes escaped everywhere).
-std::string escape_xml(const std::u32string& cps) {
-  std::string out;
-  out.reserve(cps.size() + 8);
-  for (char32_t c : cps) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      // Attribute-value normalisation would turn these into spaces; keep them as written.
-      case '\t':
-        out += "&#9;";
-        break;
-      case '\n':
-        out += "&#10;";
-        break;
-      case '\r':
-        out += "&#13;";
-        break;
-      default:
-        append_utf8(out, c);
-    }
-  }
-  return out;
-}
-
-std::string escape_xml(const std::string& utf8) { return escape_xml(decode_utf8(utf8)); }
-
-bool is_wide(char32_t c) {
-  return (c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0xA4CF) ||
-         (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) ||
-         (c >= 0xFE30 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFF60) ||
-         (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F300 && c <= 0x1FAFF) ||
-         (c >= 0x20000 && c <= 0x3FFFD);
-}
-
-// Estimated rendered width. Deliberately generous (fallback fonts, the ▁ glyph) because an
-// over-wide canvas only costs whitespace while an under-wide one clips labels.
-double text_width(const std::u32string& cps, double font_px) {
-  double em = 0;
-  for (char32_t c : cps) em += is_wide(c) ? 1.15 : 0.64;
-  return em * font_px;
-}
-
-std::string format_value(float v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  std::array<char, 32> buf{};
-  // to_chars ignores the C locale, so a decimal comma can never appear.
-  auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 4);
-  return std::string(buf.data(), res.ptr);
-}
+std::string format_value(float v) { return svg::number(v, 4); }
 
 std::string head_text(const AttentionMap& map) {
   if (map.head >= 0) return "head " + std::to_string(map.head);
@@ -129,8 +54,8 @@ std::string axis_label(const std::u32string& full, const std::u32string& shown,
                        const std::string& text_attrs) {
   std::string out;
   const bool cut = shown != full;
-  if (cut) out += "<g><title>" + escape_xml(full) + "</title>";
-  out += "<text " + text_attrs + ">" + escape_xml(shown) + "</text>";
+  if (cut) out += "<g><title>" + svg::escape(full) + "</title>";
+  out += "<text " + text_attrs + ">" + svg::escape(shown) + "</text>";
   if (cut) out += "</g>";
   out += "\n";
   return out;
@@ -180,53 +105,45 @@ std::string attention_svg(const AttentionMap& map, const AttentionSvgOptions& op
 
   const std::string title = "sentence " + std::to_string(map.sentence) + " \u00b7 layer " +
                             std::to_string(map.layer) + " \u00b7 " + head_text(map);
-  const int title_w = ceil_px(text_width(decode_utf8(title), kTitleFont));
+  const int title_w = ceil_px(svg::text_width(decode_utf8(title), kTitleFont));
   const int title_h = 26;
 
   std::string svg;
   auto open_svg = [&](int width, int height) {
-    const std::string w = std::to_string(width);
-    const std::string h = std::to_string(height);
-    svg += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + w + "\" height=\"" + h +
-           "\" viewBox=\"0 0 " + w + " " + h + "\">\n";
-    svg +=
-        "<desc>Cross-attention weights: rows are target pieces, columns are source pieces, "
-        "darker is higher.</desc>\n";
-    svg += "<rect width=\"" + w + "\" height=\"" + h + "\" fill=\"#ffffff\"/>\n";
-    svg += "<text x=\"" + std::to_string(kMargin) + "\" y=\"" + std::to_string(kMargin + 15) +
-           "\" font-family=\"sans-serif\" font-size=\"14\" font-weight=\"bold\">" +
-           escape_xml(title) + "</text>\n";
+    svg += svg::open_document(width, height,
+                              "Cross-attention weights: rows are target pieces, columns are "
+                              "source pieces, darker is higher.",
+                              title, kMargin);
   };
 
   if (rows == 0 || cols == 0) {
     const std::string note = "empty attention matrix: " + std::to_string(rows) + " target \u00d7 " +
                              std::to_string(cols) + " source pieces";
-    const int note_w = ceil_px(text_width(decode_utf8(note), kFont));
+    const int note_w = ceil_px(svg::text_width(decode_utf8(note), kFont));
     open_svg(std::max(title_w, note_w) + 2 * kMargin, kMargin + title_h + 24 + kMargin);
     svg += "<text class=\"note\" x=\"" + std::to_string(kMargin) + "\" y=\"" +
            std::to_string(kMargin + title_h + 14) +
-           "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#555555\">" + escape_xml(note) +
+           "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#555555\">" + svg::escape(note) +
            "</text>\n</svg>\n";
     return svg;
   }
 
   std::vector<std::u32string> src_full, src_shown, tgt_full, tgt_shown;
   for (const auto& s : map.source) {
-    src_full.push_back(xml_label(s));
+    src_full.push_back(svg::label(s));
     src_shown.push_back(truncate_label(src_full.back(), max_cps));
   }
   for (const auto& s : map.target) {
-    tgt_full.push_back(xml_label(s));
+    tgt_full.push_back(svg::label(s));
     tgt_shown.push_back(truncate_label(tgt_full.back(), max_cps));
   }
 
   // Row labels sit left of the grid, right-aligned; column labels rise at -45 degrees from the
   // top edge, so they need height above the grid and may overhang to the right.
   double row_label_w = 0;
-  for (const auto& t : tgt_shown) row_label_w = std::max(row_label_w, text_width(t, kFont));
+  for (const auto& t : tgt_shown) row_label_w = std::max(row_label_w, svg::text_width(t, kFont));
   double max_src_w = 0;
-  for (const auto& s : src_shown) max_src_w = std::max(max_src_w, text_width(s, kFont));
+  for (const auto& s : src_shown) max_src_w = std::max(max_src_w, svg::text_width(s, kFont));
 
   const int grid_x = kMargin + ceil_px(row_label_w) + kPad;
   const int header_h = ceil_px((max_src_w + kFont) * kSin45) + kPad;
@@ -238,7 +155,7 @@ std::string attention_svg(const AttentionMap& map, const AttentionSvgOptions& op
   int right = std::max(grid_x + grid_w, kMargin + title_w);
   for (std::size_t j = 0; j < cols; ++j) {
     const double cx = grid_x + cell * (static_cast<double>(j) + 0.5) + anchor_dx;
-    right = std::max(right, ceil_px(cx + (text_width(src_shown[j], kFont) + kFont) * kSin45));
+    right = std::max(right, ceil_px(cx + (svg::text_width(src_shown[j], kFont) + kFont) * kSin45));
   }
 
   bool any_nan = false;
@@ -283,14 +200,14 @@ std::string attention_svg(const AttentionMap& map, const AttentionSvgOptions& op
   for (std::size_t i = 0; i < rows; ++i) {
     const std::string y = std::to_string(grid_y + cell * static_cast<int>(i));
     // Tooltips use the shown (possibly truncated) labels to keep big plots small.
-    const std::string tgt = escape_xml(tgt_shown[i]);
+    const std::string tgt = svg::escape(tgt_shown[i]);
     for (std::size_t j = 0; j < cols; ++j) {
       const float v = map.weights[i][j];
       svg += "<rect class=\"cell\" x=\"" + std::to_string(grid_x + cell * static_cast<int>(j)) +
              "\" y=\"" + y + "\" width=\"" + cs + "\" height=\"" + cs + "\" fill=\"" +
              attention_fill(v) + "\"";
       if (options.cell_tooltips) {
-        svg += "><title>" + tgt + " \u2190 " + escape_xml(src_shown[j]) + ": " + format_value(v) +
+        svg += "><title>" + tgt + " \u2190 " + svg::escape(src_shown[j]) + ": " + format_value(v) +
                "</title></rect>\n";
       } else {
         svg += "/>\n";

@@ -3,6 +3,9 @@
 // scores agree to the last bit, not just to the printed decimals.
 #include "eval/metrics.h"
 
+#include <locale.h>
+#include <wctype.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -209,7 +212,35 @@ double floored_log(double x) { return x == 0.0 ? -9999999999.0 : std::log(x); }
 
 std::string tokenize_13a(const std::string& line) { return encode_utf8(tokenize_13a_text(line)); }
 
-BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+std::string lowercase(const std::string& line) {
+  // glibc's C.UTF-8 carries the full Unicode simple case mappings, independent of the user's
+  // locale settings.
+  static const locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+  if (utf8 == static_cast<locale_t>(nullptr))
+    throw Error("lowercasing needs the C.UTF-8 locale, which this system lacks");
+  std::string out;
+  out.reserve(line.size());
+  for (char32_t c : decode_utf8(line, /*escape_invalid=*/true)) {
+    if (c >= 0xDC80 && c <= 0xDCFF) {  // an invalid byte, kept as it was
+      out.push_back(static_cast<char>(c - 0xDC00));
+    } else if (c == 0x130) {  // LATIN CAPITAL LETTER I WITH DOT ABOVE: Python's special case
+      append_utf8(out, U'i');
+      append_utf8(out, 0x307);
+    } else {
+      append_utf8(out, static_cast<char32_t>(towlower_l(static_cast<wint_t>(c), utf8)));
+    }
+  }
+  return out;
+}
+
+BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs,
+                       bool lowercase) {
+  if (lowercase) {
+    std::vector<std::string> h, r;
+    for (const auto& s : hyps) h.push_back(nmt::lowercase(s));
+    for (const auto& s : refs) r.push_back(nmt::lowercase(s));
+    return corpus_bleu(h, r, false);
+  }
   check_sizes("corpus_bleu", hyps, refs);
   BleuResult r;
   r.counts.assign(kBleuOrder, 0);
@@ -319,8 +350,9 @@ ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<s
   return r;
 }
 
-std::string bleu_signature() {
-  return std::string("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:") + kSacrebleuVersion;
+std::string bleu_signature(bool lowercase) {
+  return std::string("nrefs:1|case:") + (lowercase ? "lc" : "mixed") +
+         "|eff:no|tok:13a|smooth:exp|version:" + kSacrebleuVersion;
 }
 
 std::string chrf_signature() {

@@ -37,10 +37,16 @@ struct BleuResult {
   int64_t ref_len = 0;             // reference tokens, summed over the corpus
 };
 
-// Corpus BLEU: tok 13a, mixed case, max order 4, exp smoothing, statistics summed over
-// sentences before the precisions and brevity penalty are taken.
+// Python's str.lower() of a UTF-8 line (what sacreBLEU -lc applies before tokenizing): the
+// Unicode simple lowercase mapping, and U+0130 to "i" + U+0307 as Python does. Greek final sigma
+// is not contextual here (Python writes U+03C2 at a word end). Invalid bytes stay as they are.
+std::string lowercase(const std::string& line);
+
+// Corpus BLEU: tok 13a, mixed case (or with `lowercase` sacreBLEU's -lc), max order 4, exp
+// smoothing, statistics summed over sentences before the precisions and brevity penalty are taken.
 // Throws std::invalid_argument when hyps and refs differ in length.
-BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
+BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs,
+                       bool lowercase = false);
 
 struct ChrfResult {
   double score = 0.0;  // 0..100
@@ -52,7 +58,8 @@ struct ChrfResult {
 ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
 
 // sacreBLEU 2.x signatures of the two configurations above.
-std::string bleu_signature();  // nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:X
+// nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:X (case:lc with lowercase)
+std::string bleu_signature(bool lowercase = false);
 std::string chrf_signature();  // nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:X
 
 }  // namespace nmt

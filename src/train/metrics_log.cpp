@@ -44,6 +44,7 @@ json to_json(const ValidRow& r) {
   json j = r.scores.to_json(kValidPrefix);
   j["step"] = r.step;
   j["best"] = r.best;
+  if (!r.checkpoint.empty()) j["checkpoint"] = r.checkpoint;
   return j;
 }
 
@@ -78,6 +79,7 @@ Metrics read_metrics(const std::string& path) {
         r.step = j.at("step").get<int64_t>();
         r.scores = EvalScores::from_json(j, kValidPrefix);
         r.best = j.value("best", false);
+        r.checkpoint = j.value("checkpoint", std::string());
         m.valid.push_back(r);
       }
     } catch (const json::exception&) {

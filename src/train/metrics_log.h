@@ -34,11 +34,13 @@ struct TrainRow {
 };
 
 // A validation row: the evaluation's scores (eval/evaluate.h), named with the prefix "valid_",
-// and whether they were the best so far.
+// and whether they were the best so far. The averaged checkpoint's validation at the end of
+// training (train.average_last) is a row with "checkpoint": "averaged".
 struct ValidRow {
   int64_t step = 0;
   EvalScores scores;
   bool best = false;
+  std::string checkpoint;  // "" for the model in training, "averaged" for DIR/checkpoints/averaged
 };
 
 nlohmann::json to_json(const TrainRow& row);

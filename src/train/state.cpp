@@ -15,6 +15,8 @@ json TrainerState::to_json() const {
             {"best", has_best ? json{{"value", best_value}, {"step", best_step}} : json(nullptr)},
             {"validations_without_improvement", validations_without_improvement},
             {"validated_step", validated_step}};
+  // A checkpoint saved at its validation step carries its score (train.average_best ranks by it).
+  if (has_valid_value) j["valid_value"] = valid_value;
   if (world_size > 1) j["world_size"] = world_size;  // one process: the format as before
   if (loss_scale > 0) {
     j["loss_scale"] = loss_scale;
@@ -38,6 +40,8 @@ TrainerState TrainerState::from_json(const json& st, const std::string& origin) 
     }
     s.validations_without_improvement = st.value("validations_without_improvement", int64_t{0});
     s.validated_step = st.value("validated_step", int64_t{-1});
+    s.has_valid_value = st.contains("valid_value");
+    s.valid_value = st.value("valid_value", 0.0);
     s.world_size = st.value("world_size", int64_t{1});
     s.loss_scale = st.value("loss_scale", 0.0);
     s.loss_scale_good_steps = st.value("loss_scale_good_steps", int64_t{0});

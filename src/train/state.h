@@ -20,6 +20,8 @@ struct TrainerState {
   int64_t best_step = 0;                        // step of best_value
   int64_t validations_without_improvement = 0;  // for train.patience
   int64_t validated_step = -1;                  // step of the last validation (-1: none yet)
+  bool has_valid_value = false;                 // valid_value is set
+  double valid_value = 0.0;                     // train.best_metric of the last validation
   double loss_scale = 0.0;                      // fp16 loss scale (0: not in use)
   int64_t loss_scale_good_steps = 0;            // fp16 steps since the scale last changed
   int64_t world_size = 1;                       // data-parallel processes sharing each step

@@ -18,6 +18,7 @@
 #include "data/tensors.h"
 #include "model/device.h"
 #include "model/seq2seq.h"
+#include "train/curves.h"
 #include "train/data_parallel.h"
 #include "train/distributed.h"
 #include "train/metrics_log.h"
@@ -35,15 +36,6 @@ namespace nmt {
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto s = static_cast<int64_t>(seconds + 0.5);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
-                static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
-  return buf;
-}
 
 // Test hooks: NMT_DEBUG_NAN_STEPS="3,4" poisons the loss of those update attempts (1-based),
 // NMT_DEBUG_OOM_STEPS makes them run out of memory.
@@ -78,6 +70,10 @@ class Trainer {
   void log_row();
   bool validate();
   void save();
+  // train.average_last: averages, validates and saves DIR/checkpoints/averaged.
+  void average();
+  // DIR/curves.svg from metrics.jsonl (main process).
+  void write_curves_file();
   // Why training must stop now, the same on every process: the signal any process received
   // (0: none), or train.max_time spent on any of them.
   struct Stop {
@@ -327,8 +323,10 @@ bool Trainer::validate() {
   state_.validated_step = state_.step;
   // On the main process; the others wait for its early-stopping decision.
   bool keep_going = true;
-  if (main_process_)
+  if (main_process_) {
     keep_going = validator_->validate(model_, state_, metrics_ ? &*metrics_ : nullptr);
+    write_curves_file();
+  }
   if (group_) keep_going = group_->sum({keep_going && main_process_ ? 1.0 : 0.0})[0] > 0;
   return keep_going;
 }
@@ -353,12 +351,63 @@ void Trainer::save() {
   // Every rank's generator, so that a resume continues each rank's dropout exactly.
   std::vector<torch::Tensor> rank_rng;
   if (group_) rank_rng = group_->all_gather(cpu_generator_state());
+  const Retention retention{tc_.keep_last, tc_.average_best ? tc_.average_last : 0,
+                            tc_.best_metric != "loss"};
   const auto path = save_checkpoint(run_dir_, state_.step, config_, run_.vocabs, model_,
-                                    *optimizer_, state_.to_json(), tc_.keep_last, rank_rng);
+                                    *optimizer_, state_.to_json(), retention, rank_rng);
   last_saved_step_ = state_.step;
   clear_progress();
   spdlog::info("saved checkpoint {}", path);
   check_log_file();
+}
+
+void Trainer::write_curves_file() {
+  if (!metrics_) return;
+  write_curves(run_dir_, tc_.best_metric == "chrf" ? "chrf" : "bleu");
+}
+
+void Trainer::average() {
+  if (main_process_) {
+    const auto n = tc_.average_last;
+    std::vector<std::string> dirs;
+    if (tc_.average_best) {
+      dirs = best_validated_checkpoints(run_dir_, n, tc_.best_metric != "loss");
+    } else {
+      const auto all = list_checkpoints(run_dir_);
+      dirs.assign(all.end() - std::min<int64_t>(n, static_cast<int64_t>(all.size())), all.end());
+    }
+    const char* which = tc_.average_best ? "best validated" : "newest";
+    if (dirs.size() < 2) {
+      spdlog::warn("train.average_last: {} {} checkpoint(s) to average; no averaged checkpoint",
+                   dirs.size(), which);
+    } else {
+      if (static_cast<int64_t>(dirs.size()) < n)
+        spdlog::warn("train.average_last: only {} {} checkpoints to average, not {}", dirs.size(),
+                     which, n);
+      AveragedModel avg = average_models(dirs, device_);
+      const auto value = validator_->validate_averaged(avg.loaded.model, state_.step,
+                                                       metrics_ ? &*metrics_ : nullptr);
+      nlohmann::json st = {{"step", avg.step}, {"averaged_from", avg.from}};
+      if (value) {
+        st["best_metric"] = tc_.best_metric;
+        st["valid_value"] = *value;
+        st["validated_step"] = avg.step;
+      }
+      const auto path = save_model_checkpoint(averaged_checkpoint_dir(run_dir_), config_,
+                                              run_.vocabs, avg.loaded.model, st);
+      if (value && state_.has_best)
+        spdlog::info(
+            "saved averaged checkpoint {} (mean of {} {} checkpoints): valid {} {:.4f}; "
+            "best {:.4f} at step {}",
+            path, dirs.size(), which, tc_.best_metric, *value, state_.best_value, state_.best_step);
+      else
+        spdlog::info("saved averaged checkpoint {} (mean of {} {} checkpoints)", path, dirs.size(),
+                     which);
+      check_log_file();
+    }
+  }
+  // The other processes wait for it, as for a validation.
+  if (group_) group_->sum({0.0});
 }
 
 void Trainer::run() {
@@ -419,6 +468,7 @@ void Trainer::run() {
     spdlog::warn("{} received: saving a checkpoint at step {} and stopping",
                  stop_signal == SIGINT ? "SIGINT" : "SIGTERM", state_.step);
     if (last_saved_step_ != state_.step) save();
+    if (main_process_) write_curves_file();
     throw Interrupted(stop_signal);
   }
   if (time_up)
@@ -426,6 +476,8 @@ void Trainer::run() {
                  format_duration(tc_.max_time.seconds), state_.step, format_duration(elapsed()));
   if (state_.validated_step != state_.step) validate();
   if (last_saved_step_ != state_.step) save();
+  if (tc_.average_last > 0) average();
+  if (main_process_) write_curves_file();
   if (check_replicas_)
     spdlog::info(
         "replica check: the weights of all {} ranks were bitwise identical after each "

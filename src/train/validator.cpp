@@ -7,21 +7,44 @@
 
 namespace nmt {
 
-Validator::Validator(const Config& config, const Vocabs& vocabs, EvalSet valid,
-                     std::string run_dir)
+Validator::Validator(const Config& config, const Vocabs& vocabs, EvalSet valid, std::string run_dir)
     : config_(config), vocabs_(vocabs), valid_(std::move(valid)), run_dir_(std::move(run_dir)) {}
 
-bool Validator::validate(Seq2Seq& model, TrainerState& state, MetricsFile* metrics) {
-  if (valid_.empty()) return true;
+std::pair<EvalResult, double> Validator::evaluate_model(Seq2Seq& model) const {
   const auto& tc = config_.train;
   TranslateOptions options = translate_options(config_, tc.valid_beam);
   // Decoded as trained: a run in bf16 or fp16 is validated in that precision.
   options.precision = parse_precision(tc.precision, model->device(), "train.precision");
-  const auto r = evaluate(model, vocabs_, valid_, options, tc.batch_tokens);
+  auto r = evaluate(model, vocabs_, valid_, options, tc.batch_tokens);
   clear_progress();
   const double value = tc.best_metric == "bleu"   ? r.bleu.score
                        : tc.best_metric == "chrf" ? r.chrf.score
                                                   : r.loss.nll_per_token;
+  return {std::move(r), value};
+}
+
+std::optional<double> Validator::validate_averaged(Seq2Seq& model, int64_t step,
+                                                   MetricsFile* metrics) {
+  if (valid_.empty()) return std::nullopt;
+  const auto [r, value] = evaluate_model(model);
+  spdlog::info(
+      "validation of the averaged checkpoint: nll {:.4f}, ppl {:.2f}, BLEU {:.2f}, chrF2 {:.2f} "
+      "({} tokens, beam {})",
+      r.loss.nll_per_token, r.loss.ppl, r.bleu.score, r.chrf.score, r.loss.tokens,
+      config_.train.valid_beam);
+  if (metrics != nullptr) {
+    const ValidRow row{step, EvalScores(r), /*best=*/false, /*checkpoint=*/"averaged"};
+    metrics->write(to_json(row));
+  }
+  return value;
+}
+
+bool Validator::validate(Seq2Seq& model, TrainerState& state, MetricsFile* metrics) {
+  if (valid_.empty()) return true;
+  const auto& tc = config_.train;
+  const auto [r, value] = evaluate_model(model);
+  state.has_valid_value = true;
+  state.valid_value = value;
   const bool higher_is_better = tc.best_metric != "loss";
   const bool improved =
       !state.has_best || (higher_is_better ? value > state.best_value : value < state.best_value);
@@ -31,7 +54,7 @@ bool Validator::validate(Seq2Seq& model, TrainerState& state, MetricsFile* metri
       state.step, r.loss.nll_per_token, r.loss.ppl, r.bleu.score, r.chrf.score, r.loss.tokens,
       tc.valid_beam, improved ? " *best*" : "");
   if (metrics != nullptr) {
-    metrics->write(to_json(ValidRow{state.step, EvalScores(r), improved}));
+    metrics->write(to_json(ValidRow{state.step, EvalScores(r), improved, ""}));
   }
   if (improved) {
     state.has_best = true;
@@ -51,8 +74,7 @@ bool Validator::validate(Seq2Seq& model, TrainerState& state, MetricsFile* metri
   if (tc.patience > 0 && state.validations_without_improvement >= tc.patience) {
     spdlog::info(
         "early stopping: valid {} has not improved in {} validations; best {:.4f} at step {}",
-        tc.best_metric, state.validations_without_improvement, state.best_value,
-        state.best_step);
+        tc.best_metric, state.validations_without_improvement, state.best_value, state.best_step);
     return false;
   }
   return true;

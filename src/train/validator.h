@@ -2,7 +2,9 @@
 // set, its row in metrics.jsonl, the best checkpoint, and patience for early stopping.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "config/config.h"
 #include "eval/evaluate.h"
@@ -24,7 +26,15 @@ class Validator {
   // training should end.
   bool validate(Seq2Seq& model, TrainerState& state, MetricsFile* metrics);
 
+  // Evaluates the averaged checkpoint's weights (train.average_last) at `step`, logs and writes
+  // its row ("checkpoint": "averaged"); best and patience are left alone. Returns its
+  // train.best_metric value, or nothing without a validation set.
+  std::optional<double> validate_averaged(Seq2Seq& model, int64_t step, MetricsFile* metrics);
+
  private:
+  // The evaluation and its train.best_metric value.
+  std::pair<EvalResult, double> evaluate_model(Seq2Seq& model) const;
+
   const Config& config_;
   const Vocabs& vocabs_;
   EvalSet valid_;

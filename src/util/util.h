@@ -75,6 +75,9 @@ std::string read_file(const std::string& path);
 std::vector<std::string> read_lines(const std::string& path);
 int64_t count_lines(const std::string& path);
 
+// "H:MM:SS" (hours not wrapped), "?" for a negative or non-finite time.
+std::string format_duration(double seconds);
+
 // Number of hardware threads (at least 1).
 int hardware_threads();
 

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Reproduces one row of the README's Multi30k table end to end: gets the data, trains the shipped
+# recipe (averaging its checkpoints at the end when the recipe says so), decodes test_2016_flickr
+# with the recipe's decoding (beam) and greedily, and scores both with `nmt eval --json`.
+#
+#   scripts/reproduce_multi30k.sh DIRECTION [RUN_DIR] [-- extra train flags]
+#
+#   DIRECTION  en_de | de_en | en_fr    (configs/multi30k_DIRECTION.json)
+#   RUN_DIR    default runs/multi30k_DIRECTION. An existing run is resumed (bit-exact), so an
+#              interrupted reproduction continues where it stopped.
+#   extra      e.g. -- --set train.max_time=45m   (the budgeted variant)
+#
+# Data: data/multi30k when present; else copied from $NMT_DATA_FROM or ../shared/data/multi30k
+# when one exists, else downloaded by scripts/get_data.sh.
+# Prints a summary and writes RUN_DIR/test_2016_flickr.{beam,greedy}.{json,hyp}.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+usage() {
+  sed -n '6,14p' "$0" >&2
+  exit 2
+}
+[[ $# -ge 1 ]] || usage
+DIRECTION="$1"
+shift
+case "$DIRECTION" in
+  en_de | de_en | en_fr) ;;
+  *) echo "reproduce_multi30k.sh: unknown direction '$DIRECTION' (en_de, de_en or en_fr)" >&2; exit 2 ;;
+esac
+SRC="${DIRECTION%_*}"
+TGT="${DIRECTION#*_}"
+RUN="runs/multi30k_$DIRECTION"
+if [[ $# -ge 1 && "$1" != "--" ]]; then
+  RUN="$1"
+  shift
+fi
+[[ $# -ge 1 && "$1" == "--" ]] && shift
+EXTRA=("$@")
+CONFIG="configs/multi30k_$DIRECTION.json"
+NMT="${NMT:-build/nmt}"
+[[ -x "$NMT" ]] || { echo "reproduce_multi30k.sh: $NMT not built (run scripts/setup.sh)" >&2; exit 1; }
+
+# 1. Data.
+if [[ ! -s data/multi30k/test_2016_flickr.$TGT ]]; then
+  FROM="${NMT_DATA_FROM:-}"
+  [[ -z "$FROM" && -d ../shared/data/multi30k ]] && FROM=../shared/data/multi30k
+  if [[ -n "$FROM" ]]; then
+    scripts/get_data.sh multi30k --from "$FROM"
+  else
+    scripts/get_data.sh multi30k
+  fi
+fi
+
+# 2. Training (resumed when the run exists; a finished run is left as it is).
+if compgen -G "$RUN/checkpoints/ckpt-*" >/dev/null; then
+  echo "== resuming $RUN"
+  "$NMT" train --run-dir "$RUN" --resume "${EXTRA[@]}"
+else
+  echo "== training $CONFIG into $RUN"
+  "$NMT" train --config "$CONFIG" --run-dir "$RUN" "${EXTRA[@]}"
+fi
+
+# 3. Decoding and scoring: --checkpoint RUN takes the better of best and averaged by validation.
+for mode in beam greedy; do
+  beam_flag=()
+  [[ $mode == greedy ]] && beam_flag=(--beam 1)
+  "$NMT" eval --checkpoint "$RUN" --src "data/multi30k/test_2016_flickr.$SRC" \
+    --ref "data/multi30k/test_2016_flickr.$TGT" "${beam_flag[@]}" \
+    --hyp-out "$RUN/test_2016_flickr.$mode.hyp" --json >"$RUN/test_2016_flickr.$mode.json"
+done
+
+# 4. Summary: the README's columns.
+python3 - "$RUN" "$DIRECTION" <<'PY'
+import json, sys
+run, direction = sys.argv[1], sys.argv[2]
+rows = [json.loads(l) for l in open(f"{run}/metrics.jsonl") if l.strip()]
+train = [r for r in rows if "loss" in r]
+steps = train[-1]["step"] if train else 0
+secs = train[-1]["elapsed_s"] if train else 0.0
+print(f"\nMulti30k {direction}, test_2016_flickr, {run} ({steps} steps, "
+      f"training time {int(secs // 3600)}:{int(secs % 3600 // 60):02d}:{int(secs % 60):02d})")
+for mode in ("beam", "greedy"):
+    r = json.load(open(f"{run}/test_2016_flickr.{mode}.json"))
+    print(f"  {mode:6s} (beam {r['beam']}): BLEU {r['bleu']:.2f}  chrF2 {r['chrf']:.2f}  "
+          f"BLEU lowercased {r['bleu_lowercase']:.2f}  checkpoint {r['checkpoint']}")
+print(f"  BLEU signature: {r['bleu_signature']}")
+print(f"  lowercased:     {r['bleu_lowercase_signature']}")
+print(f"  chrF2 signature: {r['chrf_signature']}")
+PY
