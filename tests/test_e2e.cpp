@@ -27,6 +27,13 @@ std::string train_command(const nmt_test::TempDir& dir, int steps, const std::st
          " --set train.keep_last=2 --set train.max_steps=" + std::to_string(steps) + " " + extra;
 }
 
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
 std::vector<json> metrics_rows(const std::string& path) {
   std::vector<json> rows;
   for (const auto& line : nmt_test::read_lines_of(path)) rows.push_back(json::parse(line));
@@ -174,14 +181,29 @@ TEST(EndToEnd, ShippedRecipesTrainBriefly) {
     SCOPED_TRACE(name);
     ++recipes;
     const std::string run = dir / ("run-" + name);
+    // The first keeps OpenBLAS's own kernel choice; the others get nmt's.
+    const bool keep_core = recipes == 1;
     const auto r = run_command(
-        nmt_bin() + " train --config configs/" + name + " --run-dir " + run +
+        (keep_core ? "NMT_BLAS_CORE=keep OPENBLAS_CORETYPE=Haswell " : "") + nmt_bin() +
+        " train --config configs/" +
+        name + " --run-dir " + run +
         " --set data.train_src=" + d + "/train.en --set data.train_tgt=" + d + "/train.de" +
         " --set data.valid_src=" + d + "/valid.en --set data.valid_tgt=" + d + "/valid.de" +
         " --set vocab.size=100 --set train.threads=1 --set train.max_steps=6" +
         " --set train.max_time=0 --set train.save_every=2 --set train.valid_every=2" +
         " --set train.log_every=2 --set data.max_len=60 --set train.batch_tokens=700");
     ASSERT_EQ(r.status, 0) << r.output;
+    // The log names the GEMM backend: AVX-512 kernels where the CPU has them, unless asked not to.
+    EXPECT_NE(r.output.find("GEMM backend: OpenBLAS"), std::string::npos) << r.output;
+    if (keep_core) {
+      EXPECT_NE(r.output.find("Haswell kernels (OPENBLAS_CORETYPE=Haswell)"), std::string::npos)
+          << r.output;
+    } else if (cpu_has_avx512() && std::getenv("NMT_BLAS_CORE") == nullptr) {
+      const bool avx512 = r.output.find("SkylakeX kernels") != std::string::npos ||
+                          r.output.find("Cooperlake kernels") != std::string::npos ||
+                          r.output.find("SapphireRapids kernels") != std::string::npos;
+      EXPECT_TRUE(avx512) << r.output;
+    }
     EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/ckpt-00000006/model.pt"));
     EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/best/model.pt"));
     EXPECT_TRUE(std::filesystem::exists(run + "/curves.svg"));

@@ -4,10 +4,12 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "util/blas.h"
 #include "util/log.h"
 #include "util/util.h"
 
 int main(int argc, char** argv) {
+  nmt::select_blas_kernels(argv);  // may execute the program again, before anything else runs
   CLI::App app{"nmt: train, evaluate and run translation models (Transformer or RNN)"};
   app.require_subcommand(1);
   nmt::add_train_command(app);

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Training throughput by OpenBLAS kernel choice (NMT_BLAS_CORE, src/util/blas.h), interleaved in one
+# run on this machine: configs/multi30k_en_de.json, STEPS steps a run, the first 10 not counted.
+#   scripts/bench_blas.sh [STEPS] [THREADS] [REPEATS] [CORES...]
+#   (defaults: 40 steps, 2 threads, 2 repeats, cores "auto keep")
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+STEPS="${1:-40}"
+THREADS="${2:-2}"
+REPEATS="${3:-2}"
+shift $(($# < 3 ? $# : 3))
+CORES=("$@")
+((${#CORES[@]})) || CORES=(auto keep)
+OUT="$ROOT/bench/blas"
+[[ -x build/nmt ]] || { echo "build/nmt is missing: run scripts/setup.sh" >&2; exit 1; }
+if [[ ! -s data/multi30k/train.de ]]; then
+  scripts/get_data.sh multi30k --from "$ROOT/../shared/data/multi30k"
+fi
+rm -rf "$OUT" && mkdir -p "$OUT"
+common=(--config configs/multi30k_en_de.json --set train.threads="$THREADS" --set train.log_every=10
+        --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt=)
+# One vocabulary for all runs, so only the products differ.
+build/nmt train "${common[@]}" --run-dir "$OUT/vocab" --set train.max_steps=1 >/dev/null 2>&1
+for ((i = 1; i <= REPEATS; i++)); do
+  for core in "${CORES[@]}"; do
+    run="$OUT/$core-$i"
+    NMT_BLAS_CORE="$core" build/nmt train "${common[@]}" --run-dir "$run" \
+      --set vocab.model="$OUT/vocab/spm.model" --set train.max_steps="$STEPS" >"$run.log" 2>&1
+    python3 - "$run" "$core" "$(grep -o 'GEMM backend: .*' "$run.log")" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl") if '"loss"' in l][1:]
+tok = sum(r["tgt_tokens"] for r in rows)
+secs = sum(r["tgt_tokens"] / r["tok_per_s"] for r in rows)
+print(f"NMT_BLAS_CORE={sys.argv[2]:<10s} {tok / secs:8.1f} tgt tok/s  | {sys.argv[3]}")
+PY
+  done
+done

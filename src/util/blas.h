@@ -1,0 +1,28 @@
+// Which kernels LibTorch's float products (sgemm) run on.
+//
+// Debian's OpenBLAS (0.3.21, a dynamic-architecture build) chooses its kernel set once, when it
+// loads: the CPU's own (Cooperlake on the AVX-512 EPYC machines nmt is measured on), or the one
+// OPENBLAS_CORETYPE names. An environment that names an AVX2 core (these machines set
+// OPENBLAS_CORETYPE=Haswell) costs training 1.3-1.6x here (docs/performance.md). So main() calls
+// select_blas_kernels() first. NMT_BLAS_CORE says what it does:
+//   auto (or unset)  when the CPU and the OS support AVX-512 (F, CD, BW, DQ, VL) and OpenBLAS
+//                    loaded a core without it, use AVX-512 kernels (Cooperlake's with AVX512-BF16,
+//                    else SkylakeX's); else change nothing
+//   keep             keep OpenBLAS's choice, OPENBLAS_CORETYPE included
+//   <core>           that OpenBLAS core (Haswell, SkylakeX, Cooperlake, ...)
+// A change sets OPENBLAS_CORETYPE and executes the program again, since OpenBLAS reads it only
+// at load time. Other BLAS libraries are left alone.
+#pragma once
+
+#include <string>
+
+namespace nmt {
+
+// Returns when nothing is to change or the re-execution failed (then nothing changes).
+void select_blas_kernels(char** argv);
+
+// For the log, e.g. "OpenBLAS 0.3.21, Cooperlake kernels (chosen by nmt for AVX-512 over
+// OPENBLAS_CORETYPE=Haswell; NMT_BLAS_CORE=keep keeps that)".
+std::string blas_description();
+
+}  // namespace nmt
