@@ -6,6 +6,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+source scripts/bench_lib.sh
 STEPS="${1:-40}"
 THREADS="${2:-2}"
 REPEATS="${3:-2}"
@@ -27,12 +28,7 @@ for ((i = 1; i <= REPEATS; i++)); do
     run="$OUT/$core-$i"
     NMT_BLAS_CORE="$core" build/nmt train "${common[@]}" --run-dir "$run" \
       --set vocab.model="$OUT/vocab/spm.model" --set train.max_steps="$STEPS" >"$run.log" 2>&1
-    python3 - "$run" "$core" "$(grep -o 'GEMM backend: .*' "$run.log")" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl") if '"loss"' in l][1:]
-tok = sum(r["tgt_tokens"] for r in rows)
-secs = sum(r["tgt_tokens"] / r["tok_per_s"] for r in rows)
-print(f"NMT_BLAS_CORE={sys.argv[2]:<10s} {tok / secs:8.1f} tgt tok/s  | {sys.argv[3]}")
-PY
+    printf 'NMT_BLAS_CORE=%-10s %8s tgt tok/s  | %s\n' "$core" "$(train_rate "$run/metrics.jsonl" 1)" \
+      "$(grep -o 'GEMM backend: .*' "$run.log")"
   done
 done
