@@ -192,7 +192,9 @@ TEST(Signals, StopSignalSavesAndExitsWithShellStatus) {
 }
 
 // kill -9 at random moments, saves included: once a checkpoint has been saved, the newest
-// complete one always loads, and --resume always continues.
+// complete one always loads, and --resume always continues. Every third kill lands at a random
+// moment after the start (start-up and resume included); the others at a random moment after
+// training has begun, so a slow start on a loaded machine cannot leave the test without saves.
 TEST(CrashSafety, SurvivesRepeatedSigkill) {
   nmt_test::TempDir dir;
   const std::string data = small_data(dir);
@@ -207,9 +209,17 @@ TEST(CrashSafety, SurvivesRepeatedSigkill) {
         !nmt_test::run_command("ls -d " + run + "/checkpoints/ckpt-* 2>/dev/null").output.empty();
     const std::string cmd = train_command(data, run, 100000) + " --set train.save_every=1" +
                             (resume ? " --resume" : "");
+    // The trainer logs the batch count just before its first step.
+    const bool from_start = i % 3 == 0;
+    const double delay_s = (delay_ms(rng) - (from_start ? 0 : 300)) / 1000.0;
+    const std::string wait_for_training =
+        from_start ? ""
+                   : "n=0; while ! grep -q 'batches per epoch' " + run +
+                         ".log && kill -0 $p 2>/dev/null && [ $n -lt 1200 ]; do sleep 0.05;"
+                         " n=$((n+1)); done; ";
     const auto r =
-        run_command(cmd + " > " + run + ".log 2>&1 & p=$!; sleep " +
-                    std::to_string(delay_ms(rng) / 1000.0) + "; kill -9 $p; wait $p; echo $?");
+        run_command(cmd + " > " + run + ".log 2>&1 & p=$!; " + wait_for_training + "sleep " +
+                    std::to_string(delay_s) + "; kill -9 $p; wait $p; echo $?");
     // The shell may also report "Killed"; the status line comes last.
     ASSERT_GE(r.output.size(), 4u);
     ASSERT_EQ(r.output.substr(r.output.size() - 4), "137\n")

@@ -9,7 +9,7 @@
 #include "util/util.h"
 
 int main(int argc, char** argv) {
-  nmt::select_blas_kernels(argv);  // may execute the program again, before anything else runs
+  nmt::select_blas_kernels();  // before anything multiplies
   CLI::App app{"nmt: train, evaluate and run translation models (Transformer or RNN)"};
   app.require_subcommand(1);
   nmt::add_train_command(app);

@@ -2,21 +2,19 @@
 
 #include <dlfcn.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 
 namespace nmt {
 namespace {
 
-// Set for the re-executed program: what OPENBLAS_CORETYPE was before ("" = unset), so the log
-// can say who chose the core, and so the program is executed again at most once.
-constexpr const char* kMarker = "NMT_BLAS_CORE_REPLACED";
-
 using StringFn = char* (*)();
+using VoidFn = void (*)();
 
-StringFn openblas_function(const char* name) {
-  return reinterpret_cast<StringFn>(::dlsym(RTLD_DEFAULT, name));
+template <typename Fn>
+Fn openblas_function(const char* name) {
+  return reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, name));
 }
 
 bool has_avx512() {
@@ -51,12 +49,20 @@ std::string env_or_empty(const char* name) {
   return v == nullptr ? std::string() : std::string(v);
 }
 
+// What the kernels replaced: OPENBLAS_CORETYPE's value then ("" = unset); empty optional = none.
+std::optional<std::string>& replaced_over() {
+  static std::optional<std::string> before;
+  return before;
+}
+
 }  // namespace
 
-void select_blas_kernels(char** argv) {
-  if (std::getenv(kMarker) != nullptr) return;
-  const StringFn corename = openblas_function("openblas_get_corename");
-  if (corename == nullptr) return;  // not OpenBLAS
+void select_blas_kernels() {
+  const auto corename = openblas_function<StringFn>("openblas_get_corename");
+  const auto dynamic_init = openblas_function<VoidFn>("gotoblas_dynamic_init");
+  const auto dynamic_quit = openblas_function<VoidFn>("gotoblas_dynamic_quit");
+  // Not OpenBLAS, or a build for one architecture: nothing to choose.
+  if (corename == nullptr || dynamic_init == nullptr || dynamic_quit == nullptr) return;
   const char* core = corename();
   if (core == nullptr) return;
   const std::string policy = env_or_empty("NMT_BLAS_CORE");
@@ -69,24 +75,27 @@ void select_blas_kernels(char** argv) {
   } else {
     target = policy;
   }
+  // OpenBLAS's dynamic build picks its kernel table in gotoblas_dynamic_init (from
+  // OPENBLAS_CORETYPE, else the CPU) and sizes its blocking there; quit only forgets the table.
+  // Nothing has multiplied yet, so choosing again here is what loading with the variable set
+  // would have done, without executing the program twice (which cost ~0.6 s a command).
   const std::string before = env_or_empty("OPENBLAS_CORETYPE");
-  if (::setenv(kMarker, before.c_str(), 1) != 0 ||
-      ::setenv("OPENBLAS_CORETYPE", target.c_str(), 1) != 0)
-    return;
-  ::execv("/proc/self/exe", argv);
-  // Could not execute again (no /proc): carry on with the kernels already loaded.
+  if (::setenv("OPENBLAS_CORETYPE", target.c_str(), 1) != 0) return;
+  dynamic_quit();
+  dynamic_init();  // an unknown name falls back to OpenBLAS's own detection
+  // Child processes (data-parallel ranks) inherit the user's environment and choose again.
   if (before.empty())
     ::unsetenv("OPENBLAS_CORETYPE");
   else
     ::setenv("OPENBLAS_CORETYPE", before.c_str(), 1);
-  ::unsetenv(kMarker);
+  replaced_over() = before;
 }
 
 std::string blas_description() {
-  const StringFn corename = openblas_function("openblas_get_corename");
+  const auto corename = openblas_function<StringFn>("openblas_get_corename");
   if (corename == nullptr) return "a BLAS without OpenBLAS's query functions";
   std::string out = "OpenBLAS";
-  if (const StringFn config = openblas_function("openblas_get_config")) {
+  if (const auto config = openblas_function<StringFn>("openblas_get_config")) {
     // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64": take the version.
     const std::string c = config();
     const size_t from = c.find(' ');
@@ -95,11 +104,10 @@ std::string blas_description() {
   }
   const char* core = corename();
   out += std::string(", ") + (core != nullptr ? core : "unknown") + " kernels";
-  const char* replaced = std::getenv(kMarker);
   const std::string policy = env_or_empty("NMT_BLAS_CORE");
-  if (replaced != nullptr) {
+  if (const auto& replaced = replaced_over()) {
     const std::string before =
-        *replaced ? "OPENBLAS_CORETYPE=" + std::string(replaced) : "OpenBLAS's own choice";
+        replaced->empty() ? "OpenBLAS's own choice" : "OPENBLAS_CORETYPE=" + *replaced;
     out += policy.empty() || policy == "auto"
                ? " (chosen by nmt for AVX-512 over " + before + "; NMT_BLAS_CORE=keep keeps that)"
                : " (NMT_BLAS_CORE=" + policy + ", over " + before + ")";

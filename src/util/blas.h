@@ -10,16 +10,16 @@
 //                    else SkylakeX's); else change nothing
 //   keep             keep OpenBLAS's choice, OPENBLAS_CORETYPE included
 //   <core>           that OpenBLAS core (Haswell, SkylakeX, Cooperlake, ...)
-// A change sets OPENBLAS_CORETYPE and executes the program again, since OpenBLAS reads it only
-// at load time. Other BLAS libraries are left alone.
+// A change makes OpenBLAS choose its kernel table again, in this process, before any product
+// runs. Other BLAS libraries, and OpenBLAS builds for one architecture, are left alone.
 #pragma once
 
 #include <string>
 
 namespace nmt {
 
-// Returns when nothing is to change or the re-execution failed (then nothing changes).
-void select_blas_kernels(char** argv);
+// Call before any BLAS product runs (first in main): the kernel table must not change mid-product.
+void select_blas_kernels();
 
 // For the log, e.g. "OpenBLAS 0.3.21, Cooperlake kernels (chosen by nmt for AVX-512 over
 // OPENBLAS_CORETYPE=Haswell; NMT_BLAS_CORE=keep keeps that)".
