@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Training throughput by OpenBLAS kernel choice (NMT_BLAS_CORE, src/util/blas.h), interleaved in one
-# run on this machine: configs/multi30k_en_de.json, STEPS steps a run, the first 10 not counted.
+# run on this machine: configs/multi30k_en_de_base.json, STEPS steps a run, the first 10 not counted.
 #   scripts/bench_blas.sh [STEPS] [THREADS] [REPEATS] [CORES...]
 #   (defaults: 40 steps, 2 threads, 2 repeats, cores "auto keep")
 set -euo pipefail
@@ -19,7 +19,7 @@ if [[ ! -s data/multi30k/train.de ]]; then
   scripts/get_data.sh multi30k --from "$ROOT/../shared/data/multi30k"
 fi
 rm -rf "$OUT" && mkdir -p "$OUT"
-common=(--config configs/multi30k_en_de.json --set train.threads="$THREADS" --set train.log_every=10
+common=(--config configs/multi30k_en_de_base.json --set train.threads="$THREADS" --set train.log_every=10
         --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt=)
 # One vocabulary for all runs, so only the products differ.
 build/nmt train "${common[@]}" --run-dir "$OUT/vocab" --set train.max_steps=1 >/dev/null 2>&1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Data-parallel training on this machine: 1 process x 2 threads against 2 processes x 1 thread
-# (Gloo over loopback, `nmt train --nproc 2`), configs/multi30k_en_de.json, the same tokens per
+# (Gloo over loopback, `nmt train --nproc 2`), configs/multi30k_en_de_base.json, the same tokens per
 # update on both sides (1 x 2 accumulates 2 batches, each of the 2 processes takes 1), rounds
 # alternating because this VM is noisy.
 #   scripts/bench_ddp.sh [STEPS] [ROUNDS]      (defaults: 40 steps, 2 rounds)
@@ -19,7 +19,7 @@ if [[ ! -s data/multi30k/train.de ]]; then
   scripts/get_data.sh multi30k --from "$ROOT/../shared/data/multi30k"
 fi
 rm -rf "$OUT" && mkdir -p "$OUT"
-common=(--config configs/multi30k_en_de.json --set train.max_steps="$STEPS" --set train.log_every=5
+common=(--config configs/multi30k_en_de_base.json --set train.max_steps="$STEPS" --set train.log_every=5
   --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= --set train.save_every=100000)
 # One vocabulary for every run.
 build/nmt train "${common[@]}" --run-dir "$OUT/vocab" --set train.max_steps=1 >/dev/null 2>&1
@@ -39,7 +39,7 @@ python3 - "$STEPS" "$OUT" "${rows[@]}" <<'PY'
 import json, sys
 steps, out = sys.argv[1], sys.argv[2]
 vals = list(map(float, sys.argv[3:]))
-print(f"\ntraining target tokens/s, configs/multi30k_en_de.json, {steps} steps, 8192 tokens an update")
+print(f"\ntraining target tokens/s, configs/multi30k_en_de_base.json, {steps} steps, 8192 tokens an update")
 print(f"  {'round':>5} {'1 proc x 2 thr':>15} {'2 proc x 1 thr':>15} {'2x1 / 1x2':>10} {'all-reduce wait/step':>21}")
 ratios = []
 for i in range(0, len(vals), 2):

@@ -2,7 +2,7 @@
 # GPU throughput: nmt against the PyTorch peer (../shared/bench/peer_torch.py) on one CUDA device,
 # same data, same SentencePiece model, same steps, all in one run.
 #   scripts/bench_gpu.sh [STEPS] [TRANSLATE_STEPS]      (defaults: 500 and 1000)
-# 1. Training target tokens/s of configs/multi30k_en_de.json at 4096 and 16384 batch tokens:
+# 1. Training target tokens/s of configs/multi30k_en_de_base.json at 4096 and 16384 batch tokens:
 #    nmt in fp32 and bf16, the peer in fp32, --tf32 and --bf16. Each side is timed over its whole
 #    training loop (the first step's CUDA start-up included on both sides).
 # 2. Translation of test_2016_flickr (1,000 sentences, en->de) on the GPU with models trained
@@ -40,7 +40,7 @@ FIRST="${BATCHES%% *}"
 nmt_train() {
   local name="$1" batch="$2" steps="$3"
   shift 3
-  "$NMT" train --config configs/multi30k_en_de.json --run-dir "$OUT/$name" --device cuda \
+  "$NMT" train --config configs/multi30k_en_de_base.json --run-dir "$OUT/$name" --device cuda \
     --set data.train_src="$DATA/train.en" --set data.train_tgt="$DATA/train.de" \
     --set data.valid_src= --set data.valid_tgt= --set train.valid_every=0 \
     --set train.batch_tokens="$batch" --set train.max_steps="$steps" --set train.log_every=10 \
@@ -108,7 +108,7 @@ peer_b = json.loads(sys.argv[4])
 n = int(sys.argv[5])
 rows = sys.argv[6:6 + n]
 trows = sys.argv[6 + n:]
-print(f"\ntraining target tokens/s, configs/multi30k_en_de.json, {steps} steps per run")
+print(f"\ntraining target tokens/s, configs/multi30k_en_de_base.json, {steps} steps per run")
 print(f"  {'batch':>6} {'nmt fp32':>9} {'nmt bf16':>9} {'peer fp32':>10} {'peer tf32':>10}"
       f" {'peer bf16':>10} {'best nmt / best peer':>21}")
 for i in range(0, len(rows), 6):

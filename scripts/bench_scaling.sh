@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The scaling table of docs/performance.md: training target tokens/s and peak RSS for 1 and 2
-# threads x batch_tokens 2048/4096/8192 x d_model 256/512 (configs/multi30k_en_de.json otherwise,
+# threads x batch_tokens 2048/4096/8192 x d_model 256/512 (configs/multi30k_en_de_base.json otherwise,
 # d_ff = 4 d_model, heads = d_model / 64), then translation sentences/s of test_2016_flickr for
 # beams 1, 4 and 8 at 2 threads with the model scripts/bench_translate.sh trained.
 #   scripts/bench_scaling.sh [STEPS]     (default 9: the first third is warm-up and not counted)
@@ -23,7 +23,7 @@ for threads in 1 2; do
   for bt in 2048 4096 8192; do
     for d in 256 512; do
       run="$OUT/t$threads-b$bt-d$d"
-      scripts/peak_rss.py "$run.rss" build/nmt train --config configs/multi30k_en_de.json \
+      scripts/peak_rss.py "$run.rss" build/nmt train --config configs/multi30k_en_de_base.json \
         --run-dir "$run" --set vocab.model="$SPM" --set model.d_model="$d" \
         --set model.d_ff=$((4 * d)) --set model.heads=$((d / 64)) --set train.batch_tokens="$bt" \
         --set train.threads="$threads" --set train.max_steps="$STEPS" --set train.log_every="$EVERY" \

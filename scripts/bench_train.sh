@@ -18,8 +18,8 @@ if [[ ! -s data/multi30k/train.de ]]; then
 fi
 
 rm -rf "$OUT" && mkdir -p "$OUT"
-echo "== nmt: configs/multi30k_en_de.json, $STEPS steps, $THREADS threads"
-scripts/peak_rss.py "$OUT/nmt.rss" build/nmt train --config configs/multi30k_en_de.json --run-dir "$OUT/nmt" \
+echo "== nmt: configs/multi30k_en_de_base.json, $STEPS steps, $THREADS threads"
+scripts/peak_rss.py "$OUT/nmt.rss" build/nmt train --config configs/multi30k_en_de_base.json --run-dir "$OUT/nmt" \
   --set train.max_steps="$STEPS" --set train.threads="$THREADS" --set train.log_every=10 \
   --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= 2>&1 | tee "$OUT/nmt.log" | grep -E "step|data" || true
 ours=$(train_rate "$OUT/nmt/metrics.jsonl")

@@ -26,8 +26,8 @@ fi
 CKPT="$OUT/nmt/checkpoints/$(printf 'ckpt-%08d' "$STEPS")"
 if [[ "${RETRAIN:-0}" == 1 || ! -f "$CKPT/model.pt" || ! -f "$OUT/peer.pt" ]]; then
   rm -rf "$OUT" && mkdir -p "$OUT"
-  echo "== training nmt: configs/multi30k_en_de.json, $STEPS steps, warm-up $WARMUP, $THREADS threads"
-  build/nmt train --config configs/multi30k_en_de.json --run-dir "$OUT/nmt" \
+  echo "== training nmt: configs/multi30k_en_de_base.json, $STEPS steps, warm-up $WARMUP, $THREADS threads"
+  build/nmt train --config configs/multi30k_en_de_base.json --run-dir "$OUT/nmt" \
     --set train.max_steps="$STEPS" --set train.threads="$THREADS" \
     --set train.warmup_steps="$WARMUP" --set train.save_every="$STEPS" \
     --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= >"$OUT/nmt_train.log" 2>&1

@@ -19,7 +19,7 @@ TEST=data/multi30k/test_2016_flickr
 [ -f "$TEST.en" ] || { echo "no $TEST.en: run scripts/get_data.sh multi30k first" >&2; exit 1; }
 mkdir -p "$OUT"
 NAMES=(transformer rnn_bahdanau rnn_luong)
-CONFIGS=(configs/multi30k_en_de.json configs/multi30k_en_de_rnn.json
+CONFIGS=(configs/multi30k_en_de_base.json configs/multi30k_en_de_rnn.json
          configs/multi30k_en_de_rnn_luong.json)
 SETS=("$TRANSFORMER_SETS" "" "")
 for i in "${!NAMES[@]}"; do

@@ -325,7 +325,7 @@ struct ConfigCase {
 class ConfigFuzzer {
  public:
   explicit ConfigFuzzer(uint64_t seed) : rng_(seed) {
-    for (const char* f : {"configs/quickstart.json", "configs/multi30k_en_de.json",
+    for (const char* f : {"configs/quickstart.json", "configs/multi30k_en_de_base.json",
                           "configs/quickstart_rnn.json", "configs/multi30k_en_de_rnn.json"})
       seeds_.push_back(nmt_test::read_text(nmt_test::source_dir() + "/" + f));
     Config minimal;

@@ -1,5 +1,5 @@
 // Where a Multi30k training step's time goes, by component: the model's own modules at the
-// benchmark's shapes (configs/multi30k_en_de.json, a 4k-token batch), forward and
+// benchmark's shapes (configs/multi30k_en_de_base.json, a 4k-token batch), forward and
 // forward + backward, in training mode with dropout. Prints one table row per component.
 //   build/nmt_bench_components [ROWS] [WIDTH] [THREADS] [REPS]
 #include <torch/torch.h>
