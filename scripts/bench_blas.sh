@@ -14,10 +14,8 @@ shift $(($# < 3 ? $# : 3))
 CORES=("$@")
 ((${#CORES[@]})) || CORES=(auto keep)
 OUT="$ROOT/bench/blas"
-[[ -x build/nmt ]] || { echo "build/nmt is missing: run scripts/setup.sh" >&2; exit 1; }
-if [[ ! -s data/multi30k/train.de ]]; then
-  scripts/get_data.sh multi30k --from "$ROOT/../shared/data/multi30k"
-fi
+require_nmt
+ensure_multi30k
 rm -rf "$OUT" && mkdir -p "$OUT"
 common=(--config configs/multi30k_en_de_base.json --set train.threads="$THREADS" --set train.log_every=10
         --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt=)

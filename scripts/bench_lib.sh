@@ -1,4 +1,17 @@
-# Shared by the bench_*.sh scripts (sourced, not run).
+# Shared by the bench_*.sh scripts (sourced from the repository root, not run).
+
+# require_nmt: stop with a hint when build/nmt has not been built.
+require_nmt() {
+  [[ -x build/nmt ]] || { echo "build/nmt is missing: run scripts/setup.sh" >&2; exit 1; }
+}
+
+# ensure_multi30k [FILE]: copy Multi30k in from ../shared when FILE (default
+# data/multi30k/train.de) is missing or empty.
+ensure_multi30k() {
+  if [[ ! -s "${1:-data/multi30k/train.de}" ]]; then
+    scripts/get_data.sh multi30k --from "$ROOT/../shared/data/multi30k"
+  fi
+}
 
 # train_rate METRICS_JSONL [SKIP]: target tokens/s over a run's logged training intervals,
 # leaving out the first SKIP (warm-up) intervals. Prints it with one decimal.

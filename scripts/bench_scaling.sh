@@ -13,7 +13,7 @@ EVERY=$(( STEPS / 3 > 0 ? STEPS / 3 : 1 ))
 OUT="$ROOT/bench/scaling"
 SPM="$ROOT/bench/train/nmt/spm.model"
 
-[[ -x build/nmt ]] || { echo "build/nmt is missing: run scripts/setup.sh" >&2; exit 1; }
+require_nmt
 [[ -f "$SPM" ]] || { echo "run scripts/bench_train.sh first (its SentencePiece model is reused)" >&2; exit 1; }
 rm -rf "$OUT" && mkdir -p "$OUT"
 

@@ -11,11 +11,9 @@ THREADS="${2:-2}"
 PEER="${PEER:-$ROOT/../shared/bench/peer_torch.py}"
 OUT="$ROOT/bench/train"
 
-[[ -x build/nmt ]] || { echo "build/nmt is missing: run scripts/setup.sh" >&2; exit 1; }
+require_nmt
 [[ -f "$PEER" ]] || { echo "peer script not found: $PEER" >&2; exit 1; }
-if [[ ! -s data/multi30k/train.de ]]; then
-  scripts/get_data.sh multi30k --from "$ROOT/../shared/data/multi30k"
-fi
+ensure_multi30k
 
 rm -rf "$OUT" && mkdir -p "$OUT"
 echo "== nmt: configs/multi30k_en_de_base.json, $STEPS steps, $THREADS threads"

@@ -17,11 +17,9 @@ OUT="$ROOT/bench/translate"
 SRC=data/multi30k/test_2016_flickr.en
 REF=data/multi30k/test_2016_flickr.de
 
-[[ -x build/nmt ]] || { echo "build/nmt is missing: run scripts/setup.sh" >&2; exit 1; }
+require_nmt
 [[ -f "$PEER" ]] || { echo "peer script not found: $PEER" >&2; exit 1; }
-if [[ ! -s "$REF" ]]; then
-  scripts/get_data.sh multi30k --from "$ROOT/../shared/data/multi30k"
-fi
+ensure_multi30k "$REF"
 
 CKPT="$OUT/nmt/checkpoints/$(printf 'ckpt-%08d' "$STEPS")"
 if [[ "${RETRAIN:-0}" == 1 || ! -f "$CKPT/model.pt" || ! -f "$OUT/peer.pt" ]]; then

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
+#include "util/blas.h"
 
 using nlohmann::json;
 using nmt_test::run_command;
@@ -25,13 +26,6 @@ std::string train_command(const nmt_test::TempDir& dir, int steps, const std::st
          " --set train.threads=1 --set train.batch_tokens=1200 --set train.warmup_steps=50" +
          " --set train.log_every=10 --set train.save_every=30 --set train.valid_every=30" +
          " --set train.keep_last=2 --set train.max_steps=" + std::to_string(steps) + " " + extra;
-}
-
-bool cpu_has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
 }
 
 std::vector<json> metrics_rows(const std::string& path) {
@@ -198,7 +192,7 @@ TEST(EndToEnd, ShippedRecipesTrainBriefly) {
     if (keep_core) {
       EXPECT_NE(r.output.find("Haswell kernels (OPENBLAS_CORETYPE=Haswell)"), std::string::npos)
           << r.output;
-    } else if (cpu_has_avx512() && std::getenv("NMT_BLAS_CORE") == nullptr) {
+    } else if (nmt::cpu_has_avx512() && std::getenv("NMT_BLAS_CORE") == nullptr) {
       const bool avx512 = r.output.find("SkylakeX kernels") != std::string::npos ||
                           r.output.find("Cooperlake kernels") != std::string::npos ||
                           r.output.find("SapphireRapids kernels") != std::string::npos;

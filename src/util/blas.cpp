@@ -17,18 +17,6 @@ Fn openblas_function(const char* name) {
   return reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, name));
 }
 
-bool has_avx512() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  // libgcc's checks include the OS saving the AVX-512 register state (XCR0).
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
-#else
-  return false;
-#endif
-}
-
 // Cooperlake's kernel set where the CPU has AVX512-BF16 (it measured 5-7 % faster than SkylakeX
 // in training on an EPYC that has it), else SkylakeX's.
 const char* avx512_core() {
@@ -57,6 +45,18 @@ std::optional<std::string>& replaced_over() {
 
 }  // namespace
 
+bool cpu_has_avx512() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  // libgcc's checks include the OS saving the AVX-512 register state (XCR0).
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+
 void select_blas_kernels() {
   const auto corename = openblas_function<StringFn>("openblas_get_corename");
   const auto dynamic_init = openblas_function<VoidFn>("gotoblas_dynamic_init");
@@ -68,7 +68,7 @@ void select_blas_kernels() {
   const std::string policy = env_or_empty("NMT_BLAS_CORE");
   std::string target;
   if (policy.empty() || policy == "auto") {
-    if (!has_avx512() || is_avx512_core(core)) return;
+    if (!cpu_has_avx512() || is_avx512_core(core)) return;
     target = avx512_core();
   } else if (policy == "keep" || strcasecmp(policy.c_str(), core) == 0) {
     return;

@@ -18,6 +18,9 @@
 
 namespace nmt {
 
+// Whether the CPU and the OS support AVX-512 F, CD, BW, DQ and VL (what "auto" asks for).
+bool cpu_has_avx512();
+
 // Call before any BLAS product runs (first in main): the kernel table must not change mid-product.
 void select_blas_kernels();
 
