@@ -71,6 +71,10 @@ TEST(Config, OutOfRangeValues) {
             "model.dropout: must be in [0, 1), got 1.5");
   EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "model": {"norm": "middle"}})"),
             "model.norm: must be one of \"post\", \"pre\", got \"middle\"");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "model": {"activation_dropout": -0.5}})"),
+            "model.activation_dropout: must be -1 (= model.dropout) or in [0, 1), got -0.5");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10, "cooldown": 1.5}})"),
+            "train.cooldown: must be in [0, 1], got 1.5");
   EXPECT_EQ(error_of(R"({"train": {"max_steps": 0, "max_epochs": 0}})"),
             "train.max_steps: set train.max_steps, train.max_epochs or train.max_time (all are 0)");
   EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "vocab": {"joint": false}})"),

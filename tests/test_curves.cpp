@@ -311,6 +311,13 @@ TEST(Curves, TrainingWritesCurvesAndAveragesTheBestCheckpoints) {
   expect_series(root, "loss", "run", "valid_nll", vsteps, vloss);
   ASSERT_EQ(find_all(*panel(root, "loss"), "g", "averaged").size(), 1u);
 
+  // Resuming the finished run (as scripts/reproduce_multi30k.sh does) averages nothing again.
+  r = nmt_test::run_command(train + " --resume");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("already is the mean of these 3 checkpoints"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(rows_of(run + "/metrics.jsonl").size(), rows.size());
+
   // nmt plot overlays runs; a missing run directory is an error naming it.
   std::filesystem::copy(run, dir / "copy", std::filesystem::copy_options::recursive);
   r = nmt_test::run_command(nmt_test::nmt_bin() + " plot " + run + " " + (dir / "copy") +

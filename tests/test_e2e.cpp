@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
+#include "train/schedule.h"
 #include "util/blas.h"
 
 using nlohmann::json;
@@ -28,6 +29,13 @@ std::string train_command(const nmt_test::TempDir& dir, int steps, const std::st
          " --set train.keep_last=2 --set train.max_steps=" + std::to_string(steps) + " " + extra;
 }
 
+// A synthetic quickstart corpus in DIR/data.
+nmt_test::RunResult make_data(const nmt_test::TempDir& dir, int train, int valid, int test) {
+  return run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
+                     " --train " + std::to_string(train) + " --valid " + std::to_string(valid) +
+                     " --test " + std::to_string(test));
+}
+
 std::vector<json> metrics_rows(const std::string& path) {
   std::vector<json> rows;
   for (const auto& line : nmt_test::read_lines_of(path)) rows.push_back(json::parse(line));
@@ -37,8 +45,7 @@ std::vector<json> metrics_rows(const std::string& path) {
 
 TEST(EndToEnd, ShortQuickstartTrainsResumesAndTranslates) {
   nmt_test::TempDir dir;
-  auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
-                         " --train 2000 --valid 40 --test 40");
+  auto gen = make_data(dir, 2000, 40, 40);
   ASSERT_EQ(gen.status, 0) << gen.output;
 
   auto r = run_command(train_command(dir, 60));
@@ -163,8 +170,7 @@ TEST(EndToEnd, EveryCommandHasHelp) {
 // vocabulary: the recipes are not trained in CI, their settings are.
 TEST(EndToEnd, ShippedRecipesTrainBriefly) {
   nmt_test::TempDir dir;
-  auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
-                         " --train 300 --valid 20 --test 10");
+  auto gen = make_data(dir, 300, 20, 10);
   ASSERT_EQ(gen.status, 0) << gen.output;
   const std::string d = dir / "data";
   int recipes = 0;
@@ -248,8 +254,7 @@ TEST(EndToEnd, DeviceAndPrecisionErrorsAreClear) {
 // three in a row stop training, naming train.batch_tokens.
 TEST(EndToEnd, OutOfMemoryStepsAreSkippedThenStopTraining) {
   nmt_test::TempDir dir;
-  auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
-                         " --train 300 --valid 10 --test 10");
+  auto gen = make_data(dir, 300, 10, 10);
   ASSERT_EQ(gen.status, 0) << gen.output;
   auto r = run_command("NMT_DEBUG_OOM_STEPS=3 " + train_command(dir, 8) +
                        " --set train.log_every=1 --set train.valid_every=0");
@@ -275,8 +280,7 @@ TEST(EndToEnd, OutOfMemoryStepsAreSkippedThenStopTraining) {
 // checkpoint; the budget counts training time across --resume; the ETA counts down to it.
 TEST(EndToEnd, TimeBudgetStopsTrainingAcrossResumes) {
   nmt_test::TempDir dir;
-  auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
-                         " --train 300 --valid 10 --test 10");
+  auto gen = make_data(dir, 300, 10, 10);
   ASSERT_EQ(gen.status, 0) << gen.output;
   const std::string run = dir / "run";
   const std::string budget =
@@ -320,4 +324,51 @@ TEST(EndToEnd, TimeBudgetStopsTrainingAcrossResumes) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(state_of()["step"].get<int64_t>(), second_steps);
   EXPECT_EQ(metrics_rows(run + "/metrics.jsonl").size(), rows_before);
+}
+
+TEST(EndToEnd, CooldownTakesTheRateToZeroAtTheEndOfTheRun) {
+  nmt_test::TempDir dir;
+  auto gen = make_data(dir, 300, 10, 10);
+  ASSERT_EQ(gen.status, 0) << gen.output;
+  const std::string run = dir / "run";
+  const std::string quiet =
+      " --set train.log_every=1 --set train.valid_every=0 --set train.save_every=1000000";
+  // By steps: noam (warm-up 50, factor 2, d_model 64) for the first half of 40 steps, then
+  // falling linearly: step s runs at noam(s) * (1 - (s - 1) / 40) / 0.5.
+  auto r = run_command(train_command(dir, 40, quiet + " --set train.cooldown=0.5"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  int64_t rows = 0;
+  for (const auto& row : metrics_rows(run + "/metrics.jsonl")) {
+    if (!row.contains("lr")) continue;
+    const int64_t s = row["step"].get<int64_t>();
+    const double noam = nmt::noam_lr(s, 64, 50, 2.0);
+    const double expected = s <= 20 ? noam : noam * (41.0 - static_cast<double>(s)) / 20.0;
+    EXPECT_NEAR(row["lr"].get<double>(), expected, 1e-12 * noam) << "step " << s;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 40);
+
+  // By time: a constant 1e-3 that falls over the whole 3-second budget, so the rate of each step
+  // lies between 1e-3 * (1 - t / 3) for the training time t before the step and after it.
+  std::filesystem::remove_all(run);
+  r = run_command(train_command(dir, 0,
+                                quiet + " --set train.max_time=3s --set train.cooldown=1" +
+                                    " --set train.lr_schedule=constant --set train.lr=1e-3" +
+                                    " --set train.warmup_steps=1"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  double before = 0.0, first = -1.0, last = -1.0;
+  rows = 0;
+  for (const auto& row : metrics_rows(run + "/metrics.jsonl")) {
+    if (!row.contains("lr")) continue;
+    const double lr = row["lr"].get<double>(), after = row["elapsed_s"].get<double>();
+    EXPECT_LE(lr, 1e-3 * (1.0 - before / 3.0) + 1e-15) << "step " << row["step"];
+    EXPECT_GE(lr, 1e-3 * std::max(0.0, 1.0 - after / 3.0) - 1e-15) << "step " << row["step"];
+    before = after;
+    if (first < 0) first = lr;
+    last = lr;
+    ++rows;
+  }
+  ASSERT_GT(rows, 2);
+  EXPECT_LT(last, first);
+  EXPECT_GE(before, 3.0);
 }

@@ -119,6 +119,32 @@ TEST(Model, DropoutOnlyInTraining) {
   EXPECT_FALSE(torch::equal(m->forward(src, tgt), m->forward(src, tgt)));
 }
 
+TEST(Model, ActivationDropoutHasItsOwnRate) {
+  ModelConfig c = tiny();
+  c.dropout = 0.3;
+  EXPECT_EQ(activation_dropout(c), 0.3);  // -1, the default: model.dropout
+  c.activation_dropout = 0.0;
+  EXPECT_EQ(activation_dropout(c), 0.0);
+
+  // With every other dropout off, the feed-forward ReLU's alone makes training passes differ.
+  torch::manual_seed(3);
+  c = tiny();
+  c.activation_dropout = 0.5;
+  Transformer m(c, 30, 30);
+  const auto src = torch::tensor({5, 6, 7, kEosId}).view({1, 4});
+  const auto tgt = torch::tensor({kBosId, 10, 11}).view({1, 3});
+  torch::NoGradGuard g;
+  m->eval();
+  const auto reference = m->forward(src, tgt);
+  m->train();
+  EXPECT_FALSE(torch::equal(m->forward(src, tgt), reference));
+  c.activation_dropout = 0.0;  // the same weights with it off: training passes equal inference
+  Transformer off(c, 30, 30);
+  for (const auto& p : off->named_parameters()) p.value().copy_(m->named_parameters()[p.key()]);
+  off->train();
+  EXPECT_TRUE(torch::allclose(off->forward(src, tgt), reference, 1e-6, 1e-6));
+}
+
 TEST(Model, RejectsSequencesBeyondThePositionTable) {
   Transformer m(tiny(), 30, 30);
   const auto long_src = torch::full({1, 40}, 5, torch::kLong);

@@ -49,6 +49,38 @@ TEST(Schedules, LearningRateFollowsTheConfiguredSchedule) {
   EXPECT_NEAR(learning_rate(tc, 256, 1600), 1e-3, 1e-15);
 }
 
+TEST(Schedules, CooldownFallsLinearlyToZeroAtTheEnd) {
+  EXPECT_EQ(cooldown_factor(0.9, 0.0), 1.0);  // off
+  EXPECT_EQ(cooldown_factor(0.0, 0.25), 1.0);
+  EXPECT_EQ(cooldown_factor(0.75, 0.25), 1.0);
+  EXPECT_NEAR(cooldown_factor(0.8, 0.25), 0.8, 1e-15);  // (1 - 0.8) / 0.25
+  EXPECT_NEAR(cooldown_factor(0.95, 0.25), 0.2, 1e-15);
+  EXPECT_EQ(cooldown_factor(1.0, 0.25), 0.0);
+  EXPECT_NEAR(cooldown_factor(0.5, 1.0), 0.5, 1e-15);
+
+  TrainConfig tc;
+  tc.max_steps = 1000;
+  EXPECT_NEAR(run_progress(tc, 250, 0.0, 0.0), 0.25, 1e-15);
+  tc.max_epochs = 4;  // whichever limit is nearer
+  EXPECT_NEAR(run_progress(tc, 250, 1.5, 0.0), 0.375, 1e-15);
+  tc.max_time.seconds = 100;
+  EXPECT_NEAR(run_progress(tc, 250, 1.5, 60.0), 0.6, 1e-15);
+  tc.max_steps = 0;
+  tc.max_epochs = 0;
+  EXPECT_NEAR(run_progress(tc, 999999, 9.0, 20.0), 0.2, 1e-15);  // only max_time is set
+  EXPECT_EQ(run_progress(tc, 0, 0.0, 150.0), 1.0);
+
+  tc.lr_schedule = "constant";
+  tc.lr = 1e-3;
+  tc.warmup_steps = 10;
+  tc.cooldown = 0.4;
+  EXPECT_NEAR(learning_rate(tc, 256, 5, 0.1), 5e-4, 1e-15);      // warming up, no cool-down
+  EXPECT_NEAR(learning_rate(tc, 256, 500, 0.6), 1e-3, 1e-15);    // cool-down starts
+  EXPECT_NEAR(learning_rate(tc, 256, 800, 0.9), 2.5e-4, 1e-15);  // 1e-3 * 0.1 / 0.4
+  tc.lr_schedule = "noam";
+  EXPECT_NEAR(learning_rate(tc, 256, 800, 0.9), 0.25 * noam_lr(800, 256, 10, 1.0), 1e-15);
+}
+
 TEST(LabelSmoothing, HandComputedValues) {
   // Row 0: uniform logits over V = 4, gold 1 -> every -log p = ln 4, so loss = ln 4.
   // Row 1: p = (0.1, 0.2, 0.3, 0.4), gold 3 -> nll = -ln 0.4 = 0.916291,

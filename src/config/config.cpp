@@ -137,8 +137,8 @@ void visit(ModelConfig& c, V& v) {
     "width of embeddings and hidden states (rnn: embeddings and the attentional vector)",
     at_least(2));
   v("dropout", c.dropout,
-    "dropout on embeddings, residual branches and the ReLU output (rnn: embeddings, between "
-    "layers, the attentional vector)",
+    "dropout on embeddings, residual branches and (unless activation_dropout) the ReLU output "
+    "(rnn: embeddings, between layers, the attentional vector)",
     in_range(0.0, 1.0, false));
   v("max_positions", c.max_positions,
     "longest sequence the model takes (transformer: the position table)", at_least(2));
@@ -152,6 +152,15 @@ void visit(ModelConfig& c, V& v) {
     v("d_ff", c.d_ff, "inner width of the feed-forward blocks", at_least(1));
     v("attention_dropout", c.attention_dropout, "dropout on attention weights",
       in_range(0.0, 1.0, false));
+    v("activation_dropout", c.activation_dropout,
+      "dropout on the ReLU output inside the feed-forward blocks (fairseq's activation_dropout); "
+      "-1 = model.dropout",
+      Check<double>([](const double& v) -> std::optional<std::string> {
+        if (v == -1.0 || (v >= 0.0 && v < 1.0)) return std::nullopt;
+        std::ostringstream os;
+        os << "must be -1 (= model.dropout) or in [0, 1), got " << v;
+        return os.str();
+      }));
     v("positional", c.positional, "position encoding: sinusoidal | learned",
       one_of({"sinusoidal", "learned"}));
     v("norm", c.norm, "post (the paper's) | pre (LayerNorm before each block, plus a final one)",
@@ -203,6 +212,10 @@ void visit(TrainConfig& c, V& v) {
   v("warmup_steps", c.warmup_steps, "warm-up steps of the learning-rate schedule", at_least(1));
   v("lr_factor", c.lr_factor, "noam's scale factor", in_range(0.0, 1e6));
   v("lr", c.lr, "peak learning rate of inverse_sqrt and constant", in_range(0.0, 1e3));
+  v("cooldown", c.cooldown,
+    "share of the run, at its end, over which the schedule's rate falls linearly to zero; the run "
+    "ends at max_steps, max_epochs or max_time, whichever comes first (0 = no cool-down)",
+    in_range(0.0, 1.0));
   v("adam_beta1", c.adam_beta1, "Adam beta1", in_range(0.0, 1.0, false));
   v("adam_beta2", c.adam_beta2, "Adam beta2", in_range(0.0, 1.0, false));
   v("adam_eps", c.adam_eps, "Adam epsilon", in_range(0.0, 1.0));

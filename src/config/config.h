@@ -58,6 +58,7 @@ struct ModelConfig {
   int64_t decoder_layers = 6;             // decoder depth
   int64_t d_ff = 2048;                    // inner width of the feed-forward blocks
   double attention_dropout = 0.1;         // dropout on attention weights
+  double activation_dropout = -1.0;       // dropout on the feed-forward ReLU (-1 = dropout)
   std::string positional = "sinusoidal";  // sinusoidal | learned
   std::string norm = "post";              // post (the paper's) | pre (with a final LayerNorm)
   // RNN only.
@@ -83,6 +84,7 @@ struct TrainConfig {
   int64_t warmup_steps = 4000;       // warm-up steps of every schedule
   double lr_factor = 1.0;            // Noam scale: lr = factor * d^-0.5 * min(s^-0.5, s * w^-1.5)
   double lr = 5e-4;                  // peak rate of inverse_sqrt and constant
+  double cooldown = 0.0;             // last share of the run (by max_steps/max_time) with lr -> 0
   double adam_beta1 = 0.9;           // Adam beta1
   double adam_beta2 = 0.98;          // Adam beta2
   double adam_eps = 1e-9;            // Adam epsilon

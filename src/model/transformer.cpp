@@ -113,6 +113,10 @@ torch::Tensor MultiHeadAttentionImpl::step(const torch::Tensor& x, torch::Tensor
   return attend(qkv[0], k, v, torch::Tensor(), weights);
 }
 
+double activation_dropout(const ModelConfig& c) {
+  return c.activation_dropout < 0 ? c.dropout : c.activation_dropout;
+}
+
 FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout)
     : dropout_(dropout) {
   fc1_ = register_module("fc1", xavier_linear(d_model, d_ff));
@@ -128,7 +132,7 @@ EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c)
   self_attn_ = register_module("self_attn",
                                MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
   self_attn_norm_ = register_module("self_attn_norm", layer_norm(c.d_model));
-  ffn_ = register_module("ffn", FeedForward(c.d_model, c.d_ff, c.dropout));
+  ffn_ = register_module("ffn", FeedForward(c.d_model, c.d_ff, activation_dropout(c)));
   ffn_norm_ = register_module("ffn_norm", layer_norm(c.d_model));
 }
 
@@ -148,7 +152,7 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c)
   cross_attn_ = register_module("cross_attn",
                                 MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, true));
   cross_attn_norm_ = register_module("cross_attn_norm", layer_norm(c.d_model));
-  ffn_ = register_module("ffn", FeedForward(c.d_model, c.d_ff, c.dropout));
+  ffn_ = register_module("ffn", FeedForward(c.d_model, c.d_ff, activation_dropout(c)));
   ffn_norm_ = register_module("ffn_norm", layer_norm(c.d_model));
 }
 

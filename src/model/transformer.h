@@ -49,6 +49,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MultiHeadAttention);
 
+// The feed-forward blocks' ReLU dropout: model.activation_dropout, or model.dropout when -1.
+double activation_dropout(const ModelConfig& c);
+
 class FeedForwardImpl : public torch::nn::Module {
  public:
   FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout);

@@ -71,6 +71,7 @@ void check_resume_compatible(const Config& now, const Config& saved, const Train
       {"train.lr_schedule", str(a.lr_schedule), str(b.lr_schedule), false},
       {"train.lr_factor", str(a.lr_factor), str(b.lr_factor), false},
       {"train.lr", str(a.lr), str(b.lr), false},
+      {"train.cooldown", str(a.cooldown), str(b.cooldown), false},
   };
   for (const auto& f : fields) {
     if (f.before == f.after || (f.data ? o.reset_data : o.reset_optimizer)) continue;

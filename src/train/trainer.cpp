@@ -7,6 +7,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -73,6 +74,8 @@ class Trainer {
   void save();
   // train.average_last: averages, validates and saves DIR/checkpoints/averaged.
   void average();
+  // True when DIR/checkpoints/averaged is the mean of `dirs` already (a finished run resumed).
+  bool averaged_already(const std::vector<std::string>& dirs) const;
   // DIR/curves.svg from metrics.jsonl (main process).
   void write_curves_file();
   // Why training must stop now, the same on every process: the signal any process received
@@ -80,6 +83,7 @@ class Trainer {
   struct Stop {
     int signal = 0;
     bool time_up = false;
+    double elapsed = 0;  // training time, the mean over processes so that all use the same lr
   };
   Stop agreed_stop(int local_signal);
   bool done();
@@ -323,6 +327,8 @@ void Trainer::log_row() {
 bool Trainer::validate() {
   // In the state: a resume from a checkpoint saved after this validation does not repeat it.
   state_.validated_step = state_.step;
+  // DIR/checkpoints/best, saved by the validator, records the training time of its own step.
+  state_.elapsed_s = elapsed();
   // On the main process; the others wait for its early-stopping decision.
   bool keep_going = true;
   if (main_process_) {
@@ -334,12 +340,15 @@ bool Trainer::validate() {
 }
 
 Trainer::Stop Trainer::agreed_stop(int local_signal) {
-  const bool time_up = tc_.max_time.seconds > 0 && elapsed() >= tc_.max_time.seconds;
-  if (!group_) return {local_signal, time_up};
-  // SIGINT wins over SIGTERM when processes saw different ones; one collective for all three.
-  const auto sums = group_->sum({local_signal == SIGINT ? 1.0 : 0.0,
-                                 local_signal == SIGTERM ? 1.0 : 0.0, time_up ? 1.0 : 0.0});
-  return {sums[0] > 0 ? SIGINT : sums[1] > 0 ? SIGTERM : 0, sums[2] > 0};
+  const double seconds = elapsed();
+  const bool time_up = tc_.max_time.seconds > 0 && seconds >= tc_.max_time.seconds;
+  if (!group_) return {local_signal, time_up, seconds};
+  // SIGINT wins over SIGTERM when processes saw different ones; one collective for all four.
+  const auto sums =
+      group_->sum({local_signal == SIGINT ? 1.0 : 0.0, local_signal == SIGTERM ? 1.0 : 0.0,
+                   time_up ? 1.0 : 0.0, seconds});
+  const int signal = sums[0] > 0 ? SIGINT : sums[1] > 0 ? SIGTERM : 0;
+  return {signal, sums[2] > 0, sums[3] / static_cast<double>(env_.world_size)};
 }
 
 void Trainer::save() {
@@ -368,6 +377,18 @@ void Trainer::write_curves_file() {
   write_curves(run_dir_, tc_.best_metric == "chrf" ? "chrf" : "bleu");
 }
 
+bool Trainer::averaged_already(const std::vector<std::string>& dirs) const {
+  const std::string avg = averaged_checkpoint_dir(run_dir_);
+  if (dirs.size() < 2 || !file_exists(avg + "/state.json")) return false;
+  const auto from = read_checkpoint_state(avg).value("averaged_from", nlohmann::json::array());
+  if (from.size() != dirs.size()) return false;
+  // By name: the run directory may have been given by another path.
+  auto name = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
+  for (size_t i = 0; i < dirs.size(); ++i)
+    if (!from[i].is_string() || name(from[i].get<std::string>()) != name(dirs[i])) return false;
+  return true;
+}
+
 void Trainer::average() {
   if (main_process_) {
     const auto n = tc_.average_last;
@@ -379,7 +400,10 @@ void Trainer::average() {
       dirs.assign(all.end() - std::min<int64_t>(n, static_cast<int64_t>(all.size())), all.end());
     }
     const char* which = tc_.average_best ? "best validated" : "newest";
-    if (dirs.size() < 2) {
+    if (averaged_already(dirs)) {
+      spdlog::info("train.average_last: {} already is the mean of these {} checkpoints",
+                   averaged_checkpoint_dir(run_dir_), dirs.size());
+    } else if (dirs.size() < 2) {
       spdlog::warn("train.average_last: {} {} checkpoint(s) to average; no averaged checkpoint",
                    dirs.size(), which);
     } else {
@@ -433,8 +457,13 @@ void Trainer::run() {
     // after STEP steps, on torchrun's first attempt only, so that a restart can be tested.
     if (exit_at_ == std::make_pair(env_.rank, state_.step) && env_.restart_count == 0)
       std::_Exit(1);
+    // Epochs done before this step, for train.cooldown.
+    const double epochs = static_cast<double>(stream_->epoch()) +
+                          static_cast<double>(stream_->position()) /
+                              static_cast<double>(stream_->batches_per_epoch());
     const auto batches = next_batches();
-    const double lr = learning_rate(tc_, config_.model.d_model, state_.step + 1);
+    const double lr = learning_rate(tc_, config_.model.d_model, state_.step + 1,
+                                    run_progress(tc_, state_.step, epochs, stop.elapsed));
     ++attempts;
     const auto result =
         step_->run(batches, lr, {contains(nan_steps, attempts), contains(oom_steps, attempts)});
