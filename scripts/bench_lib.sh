@@ -19,6 +19,9 @@ train_rate() {
   python3 - "$1" "${2:-0}" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l][int(sys.argv[2]):]
+if not rows:
+    sys.exit(f"train_rate: {sys.argv[1]} has no training interval after the first {sys.argv[2]}; "
+             "run more steps or log more often (train.log_every)")
 tokens = sum(r["tgt_tokens"] for r in rows)
 seconds = sum(r["tgt_tokens"] / r["tok_per_s"] for r in rows)
 print(f"{tokens / seconds:.1f}")

@@ -72,12 +72,14 @@ done
 
 # 4. Summary: the README's columns.
 python3 - "$RUN" "$DIRECTION" <<'PY'
-import json, sys
+import glob, json, os, sys
 run, direction = sys.argv[1], sys.argv[2]
-rows = [json.loads(l) for l in open(f"{run}/metrics.jsonl") if l.strip()]
-train = [r for r in rows if "loss" in r]
-steps = train[-1]["step"] if train else 0
-secs = train[-1]["elapsed_s"] if train else 0.0
+# The newest checkpoint's state holds the run's last step and training clock; the metrics rows
+# would stop at the last logged interval, before the final partial one.
+ckpts = sorted(glob.glob(f"{run}/checkpoints/ckpt-*"))
+state = json.load(open(os.path.join(ckpts[-1], "state.json"))) if ckpts else {}
+steps = state.get("step", 0)
+secs = state.get("elapsed_s", 0.0)
 print(f"\nMulti30k {direction}, test_2016_flickr, {run} ({steps} steps, "
       f"training time {int(secs // 3600)}:{int(secs % 3600 // 60):02d}:{int(secs % 60):02d})")
 for mode in ("beam", "greedy"):
