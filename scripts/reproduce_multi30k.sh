@@ -72,12 +72,14 @@ done
 
 # 4. Summary: the README's columns.
 python3 - "$RUN" "$DIRECTION" <<'PY'
-import glob, json, os, sys
+import json, os, re, sys
 run, direction = sys.argv[1], sys.argv[2]
-# The newest checkpoint's state holds the run's last step and training clock; the metrics rows
-# would stop at the last logged interval, before the final partial one.
-ckpts = sorted(glob.glob(f"{run}/checkpoints/ckpt-*"))
-state = json.load(open(os.path.join(ckpts[-1], "state.json"))) if ckpts else {}
+# The newest complete checkpoint's state holds the run's last step and training clock; the
+# metrics rows stop at the last logged interval, before the final partial one. A save cut short
+# leaves ckpt-N.tmp-PID, which the full match skips.
+ckdir = f"{run}/checkpoints"
+ckpts = sorted(d for d in os.listdir(ckdir) if re.fullmatch(r"ckpt-\d+", d))
+state = json.load(open(os.path.join(ckdir, ckpts[-1], "state.json"))) if ckpts else {}
 steps = state.get("step", 0)
 secs = state.get("elapsed_s", 0.0)
 print(f"\nMulti30k {direction}, test_2016_flickr, {run} ({steps} steps, "
