@@ -32,3 +32,40 @@ PY
 translate_rate() {
   sed -n 's/.*translated [0-9]* lines in [0-9.]* s (\([0-9.]*\) sentences\/s, \([0-9.]*\) target tokens\/s).*/\1 \2/p' "$1"
 }
+
+# gemm_peak THREADS: the machine's sgemm peak in GFLOP/s at THREADS threads, measured now: the
+# best of OpenBLAS (its own kernel choice) and oneDNN on 2048³ and 4096³ products
+# (tests/bench/gemm_backends.cpp, built here with g++ in a second). The full report goes to stderr.
+gemm_peak() {
+  local bin="$ROOT/bench/gemm_backends"
+  mkdir -p "$ROOT/bench"
+  g++ -O2 -fopenmp "$ROOT/tests/bench/gemm_backends.cpp" -ldl -o "$bin"
+  env -u OPENBLAS_CORETYPE "$bin" --peak "$1" 3 | tee /dev/stderr | sed -n 's/^peak_gflops \([0-9.]*\).*/\1/p'
+}
+
+# train_flops_per_token CONFIG SPM: training FLOPs per target token of CONFIG's Transformer on its
+# training data, counted from the model's products (3 × the forward multiply-adds × 2): the
+# linear layers, the attention score and value products at the data's mean sentence lengths, and
+# the output projection; source-side work is scaled by the data's source/target piece ratio
+# (SentencePiece model SPM). Padding is not counted: it is not useful work.
+train_flops_per_token() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, sys
+import sentencepiece as spm
+cfg = json.load(open(sys.argv[1]))
+sp = spm.SentencePieceProcessor(model_file=sys.argv[2])
+m, data = cfg["model"], cfg["data"]
+d, ff, le, ld = m["d_model"], m["d_ff"], m["encoder_layers"], m["decoder_layers"]
+def pieces(path):
+    lines = [l.rstrip("\n") for l in open(path, encoding="utf-8")]
+    return sum(len(p) + 1 for p in sp.encode(lines)), len(lines)  # + EOS
+src, n = pieces(data["train_src"])
+tgt, _ = pieces(data["train_tgt"])
+ls, lt, ratio = src / n, tgt / n, src / tgt
+enc = le * (4 * d * d + 2 * d * ff + 2 * ls * d)              # per source token
+dec = ld * (4 * d * d + 2 * d * d + 2 * d * ff + 2 * lt * d + 2 * ls * d) + d * sp.get_piece_size()
+cross_kv = ld * 2 * d * d                                      # per source token
+macs = ratio * (enc + cross_kv) + dec
+print(f"{6 * macs / 1e6:.2f}")
+PY
+}

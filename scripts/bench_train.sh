@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Training throughput: nmt vs the PyTorch peer (../shared/bench/peer_torch.py), same data, same
-# SentencePiece model, same steps, same threads, in one run on this machine.
+# SentencePiece model, same steps, same threads, in one run on this machine; then the machine's
+# sgemm peak, measured in the same run, and the fraction of it that training turns into useful work.
 #   scripts/bench_train.sh [STEPS] [THREADS]     (defaults: 100 steps, 2 threads)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,10 +28,16 @@ scripts/peak_rss.py "$OUT/peer.rss" /usr/bin/python3 "$PEER" train --spm "$OUT/n
   --tgt data/multi30k/train.de --steps "$STEPS" --threads "$THREADS" 2>"$OUT/peer.log" | tee "$OUT/peer.json"
 peer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tgt_tok_per_s"])' "$OUT/peer.json")
 
-python3 - "$ours" "$peer" "$STEPS" "$THREADS" "$(cat "$OUT/nmt.rss")" "$(cat "$OUT/peer.rss")" <<'PY'
+echo "== the machine's sgemm peak at $THREADS threads, now"
+peak=$(gemm_peak "$THREADS")
+mflop=$(train_flops_per_token configs/multi30k_en_de_base.json "$OUT/nmt/spm.model")
+
+python3 - "$ours" "$peer" "$STEPS" "$THREADS" "$(cat "$OUT/nmt.rss")" "$(cat "$OUT/peer.rss")" \
+  "$peak" "$mflop" <<'PY'
 import sys
 ours, peer, steps, threads = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
 rss_ours, rss_peer = int(sys.argv[5]), int(sys.argv[6])
+peak, mflop = float(sys.argv[7]), float(sys.argv[8])
 print(f"\ntraining target tokens/s over {steps} steps at {threads} threads")
 print(f"  nmt  : {ours:9.1f}")
 print(f"  peer : {peer:9.1f}")
@@ -39,4 +46,7 @@ print("peak RSS while training")
 print(f"  nmt  : {rss_ours:9d} kB")
 print(f"  peer : {rss_peer:9d} kB")
 print(f"  ratio: {rss_ours / rss_peer:9.2f}x")
+useful = ours * mflop / 1e3
+print(f"efficiency: {mflop:.2f} MFLOP per target token x {ours:.1f} tok/s = {useful:.1f} GFLOP/s")
+print(f"  of the sgemm peak measured now ({peak:.1f} GFLOP/s at {threads} threads): {useful / peak:.1%}")
 PY

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -79,6 +81,15 @@ TEST(GenericPath, DropoutEqualsTheFusedKernel) {
   // A large tensor: the fused kernel splits it across threads, the hash must not care.
   const auto big = torch::randn({3, 70001});
   EXPECT_TRUE(torch::equal(dropout_fused(big, 0.1, 77), dropout_aten(big, 0.1, 77)));
+  // Every length up to a few vectors, and around a thread chunk (2^14 pairs): the mask loop's
+  // vector body (the CPU's AVX-512 or AVX2 clone), its remainder and the odd last element.
+  std::vector<int64_t> sizes(70);
+  std::iota(sizes.begin(), sizes.end(), 1);
+  for (const int64_t n : {32767, 32768, 32769, 65537}) sizes.push_back(n);
+  for (const int64_t n : sizes) {
+    const auto x = torch::randn({n});
+    EXPECT_TRUE(torch::equal(dropout_fused(x, 0.3, 1234), dropout_aten(x, 0.3, 1234))) << n;
+  }
 }
 
 TEST(GenericPath, DropoutOnLowPrecisionRoundsOnce) {
@@ -91,6 +102,19 @@ TEST(GenericPath, DropoutOnLowPrecisionRoundsOnce) {
        dropout_keep(x.numel(), 0.25, 5, torch::kCPU).view(x.sizes()) * (1.0 / 0.75))
           .to(torch::kBFloat16);
   EXPECT_TRUE(torch::equal(y, expected));
+}
+
+// The fused loss's exp: within 2e-7 relative of std::exp over the range softmax meets (x <= 0
+// after the row maximum is subtracted) and beyond, exact at 0, clamped far below.
+TEST(GenericPath, ExpApproximation) {
+  double worst = 0;
+  for (float x = -87.0f; x <= 88.0f; x += 0.0137f)
+    worst = std::max(worst, std::abs(nmt::exp_approx(x) / std::exp(static_cast<double>(x)) - 1));
+  EXPECT_LT(worst, 2e-7);
+  EXPECT_EQ(nmt::exp_approx(0.0f), 1.0f);
+  EXPECT_GT(nmt::exp_approx(-1000.0f), 0.0f);
+  EXPECT_LT(nmt::exp_approx(-1000.0f), 1e-37f);
+  EXPECT_FALSE(std::isnan(nmt::exp_approx(-INFINITY)));
 }
 
 // The label-smoothed loss through ATen ops (autograd) equals the fused node, value and gradient,
@@ -113,6 +137,36 @@ TEST(GenericPath, LossEqualsTheFusedNode) {
         << "eps " << eps << " max diff " << (a.grad() - b.grad()).abs().max().item<float>();
     EXPECT_EQ(b.grad()[4].abs().sum().item<float>(), 0.0f);  // ignored rows get nothing
   }
+  // Wide logits and a real vocabulary's width: the fused kernel's vector body and remainder
+  // (V = 8003), its exp over a range of 60, rows of equal logits.
+  for (const int64_t V : {8003, 16, 1}) {
+    SCOPED_TRACE("V " + std::to_string(V));
+    const auto base = torch::randn({6, V}) * 10;
+    base[2].fill_(1.5);
+    const auto target = torch::randint(0, V, {6}, torch::kLong);
+    auto a = base.clone().requires_grad_(true), b = base.clone().requires_grad_(true);
+    const auto fused = label_smoothed_loss_fused(a, target, 0.1, -1);
+    const auto aten = label_smoothed_loss_aten(b, target, 0.1, -1);
+    EXPECT_NEAR(fused.loss.item<double>(), aten.loss.item<double>(),
+                1e-5 * std::abs(aten.loss.item<double>()));
+    EXPECT_NEAR(fused.nll.item<double>(), aten.nll.item<double>(),
+                1e-5 * std::abs(aten.nll.item<double>()));
+    fused.loss.backward();
+    aten.loss.backward();
+    EXPECT_TRUE(torch::allclose(a.grad(), b.grad(), 1e-4, 1e-7))
+        << "max diff " << (a.grad() - b.grad()).abs().max().item<float>();
+  }
+  // A NaN logit makes the loss NaN (the trainer's non-finite check must see it), not ignored
+  // by a maximum.
+  auto poisoned = torch::randn({3, 40});
+  poisoned[1][7] = NAN;
+  EXPECT_TRUE(std::isnan(label_smoothed_loss_fused(poisoned.requires_grad_(true),
+                                                   torch::tensor({1, 2, 3}, torch::kLong), 0.1, 0)
+                             .loss.item<float>()));
+  // A target outside the vocabulary is an error, not a read past the row.
+  EXPECT_THROW(label_smoothed_loss_fused(torch::randn({2, 5}, torch::requires_grad()),
+                                         torch::tensor({1, 5}, torch::kLong), 0.1, 0),
+               c10::Error);
   // Low-precision logits are scored in float32.
   const auto logits = torch::randn({5, 11});
   const auto target = torch::randint(1, 11, {5}, torch::kLong);

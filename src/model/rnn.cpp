@@ -47,21 +47,27 @@ torch::Tensor StackedCellsImpl::input_gates(const torch::Tensor& x, int64_t widt
   return torch::nn::functional::linear(x, w_ih_[0].narrow(1, 0, width), b_ih_[0]);
 }
 
+torch::Tensor StackedCellsImpl::extra_weight(int64_t width) const {
+  return w_ih_[0].narrow(1, width, w_ih_[0].size(1) - width).t();
+}
+
 torch::Tensor StackedCellsImpl::step(const torch::Tensor& gates0, const torch::Tensor& extra,
-                                     torch::Tensor& h, torch::Tensor& c) {
+                                     const torch::Tensor& extra_weight, torch::Tensor& h,
+                                     torch::Tensor& c) {
   const size_t layers = w_ih_.size();
-  const int64_t width = w_ih_[0].size(1) - extra.size(1);
+  // unbind, not h[l]: one gradient node for all layers instead of one full-size one per layer.
+  const auto h_in = h.unbind(0);
+  const auto c_in = lstm_ ? c.unbind(0) : std::vector<torch::Tensor>();
   std::vector<torch::Tensor> hs, cs;
   torch::Tensor x;  // the input of layers above the first
   for (size_t l = 0; l < layers; ++l) {
-    const auto gi =
-        l == 0 ? gates0 + torch::matmul(extra, w_ih_[0].narrow(1, width, extra.size(1)).t())
-               : torch::addmm(b_ih_[l], x, w_ih_[l].t());
-    const auto gh = torch::addmm(b_hh_[l], h[l], w_hh_[l].t());
+    const auto gi = l == 0 ? gates0 + torch::matmul(extra, extra_weight)
+                           : torch::addmm(b_ih_[l], x, w_ih_[l].t());
+    const auto gh = torch::addmm(b_hh_[l], h_in[l], w_hh_[l].t());
     torch::Tensor out;
     if (lstm_) {
       const auto g = (gi + gh).chunk(4, 1);  // input, forget, cell, output: torch's order
-      const auto cell = torch::sigmoid(g[1]) * c[l] + torch::sigmoid(g[0]) * torch::tanh(g[2]);
+      const auto cell = torch::sigmoid(g[1]) * c_in[l] + torch::sigmoid(g[0]) * torch::tanh(g[2]);
       out = torch::sigmoid(g[3]) * torch::tanh(cell);
       cs.push_back(cell);
     } else {
@@ -69,7 +75,7 @@ torch::Tensor StackedCellsImpl::step(const torch::Tensor& gates0, const torch::T
       const auto reset = torch::sigmoid(i[0] + r[0]);
       const auto update = torch::sigmoid(i[1] + r[1]);
       const auto fresh = torch::tanh(i[2] + reset * r[2]);
-      out = fresh + update * (h[l] - fresh);
+      out = fresh + update * (h_in[l] - fresh);
     }
     hs.push_back(out);
     if (l + 1 < layers) x = nmt::dropout(out, dropout_, is_training());
@@ -195,6 +201,7 @@ std::unique_ptr<RnnState> RnnImpl::initial_state(const Encoded& enc, int64_t gro
   if (bridge_cell_) state->c = rows(torch::tanh(bridge_cell_(enc.final_states[1])));
   state->feed = torch::zeros({enc.memory.size(0) * group, config().d_model},
                              enc.memory.options().dtype(state->h.scalar_type()));
+  state->feed_weight = decoder_->extra_weight(config().d_model);
   state->memory = enc.memory;
   state->keys = attention_->keys(enc.memory);
   state->memory_bias = enc.bias;
@@ -202,7 +209,7 @@ std::unique_ptr<RnnState> RnnImpl::initial_state(const Encoded& enc, int64_t gro
 }
 
 torch::Tensor RnnImpl::step(const torch::Tensor& gates0, RnnState& state, torch::Tensor* weights) {
-  const auto top = decoder_->step(gates0, state.feed, state.h, state.c);
+  const auto top = decoder_->step(gates0, state.feed, state.feed_weight, state.h, state.c);
   auto [context, w] = attention_(top, state.memory, state.keys, state.memory_bias);
   if (weights != nullptr) *weights = w;
   state.feed = nmt::dropout(torch::tanh(combine_(torch::cat({context, top}, 1))), config().dropout,
@@ -219,8 +226,11 @@ torch::Tensor RnnImpl::decode(const torch::Tensor& tgt_in, const Encoded& enc,
   const auto gates = decoder_->input_gates(embedded, config().d_model);
   auto state = initial_state(enc, 1);
   std::vector<torch::Tensor> outputs, weights(T);
+  // unbind, not select(1, t): each select's gradient would be a zero tensor of the gates' full
+  // size, T of them summed (quadratic in T); unbind's is one stack.
+  const auto per_step = gates.unbind(1);
   for (int64_t t = 0; t < T; ++t)
-    outputs.push_back(step(gates.select(1, t), *state, attention ? &weights[t] : nullptr));
+    outputs.push_back(step(per_step[t], *state, attention ? &weights[t] : nullptr));
   if (attention != nullptr) attention->assign(1, torch::stack(weights, 1).unsqueeze(1));
   return torch::stack(outputs, 1);
 }

@@ -41,10 +41,13 @@ class StackedCellsImpl : public torch::nn::Module {
   // Layer 0's input-side gate pre-activations x W_ih[:, :width]^T + b_ih for the first `width`
   // input columns, any leading shape: computed once for a whole target sequence.
   torch::Tensor input_gates(const torch::Tensor& x, int64_t width) const;
-  // One step: layer 0 gets `gates0` (from input_gates) plus extra W_ih[:, width:]^T for the
+  // W_ih[:, width:]^T, layer 0's weights for the input columns after the first `width`: taken
+  // once per sequence, since every narrow() of a parameter adds a gradient of its full size.
+  torch::Tensor extra_weight(int64_t width) const;
+  // One step: layer 0 gets `gates0` (from input_gates) plus extra x extra_weight for the
   // remaining input columns; h (and c for an LSTM) [layers, N, hidden] are replaced.
-  torch::Tensor step(const torch::Tensor& gates0, const torch::Tensor& extra, torch::Tensor& h,
-                     torch::Tensor& c);
+  torch::Tensor step(const torch::Tensor& gates0, const torch::Tensor& extra,
+                     const torch::Tensor& extra_weight, torch::Tensor& h, torch::Tensor& c);
   bool lstm() const { return lstm_; }
 
  private:
@@ -78,6 +81,7 @@ TORCH_MODULE(RnnAttention);
 struct RnnState : DecoderState {
   torch::Tensor h, c;                       // [layers, N, hidden] (c only for an LSTM)
   torch::Tensor feed;                       // [N, d_model] the previous attentional vector
+  torch::Tensor feed_weight;                // [d_model, gates] layer 0's weights for `feed`
   torch::Tensor memory, keys, memory_bias;  // [N / group, S, hidden], [N / group, 1, 1, S]
 
   void select(const torch::Tensor& index) override;

@@ -57,6 +57,16 @@ torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const 
   return x.view({x.size(0), x.size(1), heads_, head_dim_}).transpose(1, 2);
 }
 
+std::vector<torch::Tensor> MultiHeadAttentionImpl::split_projection(const torch::Tensor& x,
+                                                                    int64_t parts) const {
+  // unbind, not indexing: the gradient of x[i] is a zero tensor of x's full size with one part
+  // filled, and the parts' gradients are then summed (three full passes for Q, K, V), while
+  // unbind's gradient is one stack into x's own layout.
+  auto out = x.view({x.size(0), x.size(1), parts, heads_, head_dim_}).unbind(2);
+  for (auto& part : out) part = part.transpose(1, 2);  // [B, heads, T, head_dim]
+  return out;
+}
+
 torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
                                              const torch::Tensor& v, const torch::Tensor& bias,
                                              torch::Tensor* weights_out) {
@@ -74,19 +84,17 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
                                               const torch::Tensor& bias, torch::Tensor* weights) {
-  const int64_t B = x.size(0), Tq = x.size(1);
   if (cross_) {
     auto [k, v] = memory_kv(memory);
     return attend(split_heads(q_(x)), k, v, bias, weights);
   }
-  auto qkv = qkv_(x).view({B, Tq, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
+  const auto qkv = split_projection(qkv_(x), 3);
   return attend(qkv[0], qkv[1], qkv[2], bias, weights);
 }
 
 std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::memory_kv(
     const torch::Tensor& memory) {
-  const int64_t B = memory.size(0), Tk = memory.size(1);
-  auto kv = kv_(memory).view({B, Tk, 2, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
+  const auto kv = split_projection(kv_(memory), 2);
   return {kv[0], kv[1]};
 }
 
@@ -105,8 +113,7 @@ torch::Tensor MultiHeadAttentionImpl::step(const torch::Tensor& x, torch::Tensor
       *weights = weights->transpose(1, 2).reshape({N, heads_, 1, weights->size(-1)});
     return out;
   }
-  const int64_t B = x.size(0);
-  auto qkv = qkv_(x).view({B, 1, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
+  const auto qkv = split_projection(qkv_(x), 3);
   k = k.defined() ? torch::cat({k, qkv[1]}, 2) : qkv[1].contiguous();
   v = v.defined() ? torch::cat({v, qkv[2]}, 2) : qkv[2].contiguous();
   // The newest position may attend to every cached one: no mask needed.

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Training throughput under different environment settings (OpenMP wait policy, OpenBLAS kernels,
+# anything nmt or its libraries read at start-up), runs interleaved in one run on this machine:
+# configs/multi30k_en_de_base.json, STEPS steps a run, the first 10 not counted, one shared
+# vocabulary so that only the setting differs. Each SETTING is one or more VAR=VALUE separated by
+# commas, or "default" for the environment as it is.
+#   scripts/bench_env.sh STEPS THREADS REPEATS SETTING...
+#   e.g. scripts/bench_env.sh 40 2 2 default OMP_WAIT_POLICY=passive GOMP_SPINCOUNT=10000
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+source scripts/bench_lib.sh
+[[ $# -ge 4 ]] || { sed -n '2,8p' "$0" >&2; exit 2; }
+STEPS="$1" THREADS="$2" REPEATS="$3"
+shift 3
+SETTINGS=("$@")
+OUT="$ROOT/bench/env"
+require_nmt
+ensure_multi30k
+rm -rf "$OUT" && mkdir -p "$OUT"
+common=(--config configs/multi30k_en_de_base.json --set train.threads="$THREADS" --set train.log_every=10
+        --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt=)
+build/nmt train "${common[@]}" --run-dir "$OUT/vocab" --set train.max_steps=1 >/dev/null 2>&1
+for ((i = 1; i <= REPEATS; i++)); do
+  for setting in "${SETTINGS[@]}"; do
+    vars=()
+    [[ $setting != default ]] && IFS=, read -r -a vars <<<"$setting"
+    run="$OUT/$(echo "$setting" | tr -c 'A-Za-z0-9_.=-' '_')-$i"
+    /usr/bin/time -f '%U %S' -o "$run.cpu" env "${vars[@]}" build/nmt train "${common[@]}" \
+      --run-dir "$run" --set vocab.model="$OUT/vocab/spm.model" --set train.max_steps="$STEPS" \
+      >"$run.log" 2>&1
+    read -r user sys <"$run.cpu"
+    printf '%-40s %8s tgt tok/s  user %6.1f s  sys %5.1f s  | %s\n' "$setting" \
+      "$(train_rate "$run/metrics.jsonl" 1)" "$user" "$sys" "$(grep -o 'GEMM backend: .*' "$run.log")"
+  done
+done
