@@ -370,5 +370,7 @@ TEST(EndToEnd, CooldownTakesTheRateToZeroAtTheEndOfTheRun) {
   }
   ASSERT_GT(rows, 2);
   EXPECT_LT(last, first);
-  EXPECT_GE(before, 3.0);
+  // The run goes on until the budget is spent. The last row is written just before the check
+  // that stops it, microseconds apart (a loaded CI machine once saw 2.99999 s).
+  EXPECT_GE(before, 3.0 - 1e-3);
 }

@@ -15,6 +15,7 @@
 #include "corpus_helpers.h"
 #include "data/tensors.h"
 #include "helpers.h"
+#include "model/attention.h"
 #include "model/device.h"
 #include "model/dropout.h"
 #include "model/loss.h"
@@ -90,6 +91,94 @@ TEST(GenericPath, DropoutEqualsTheFusedKernel) {
     const auto x = torch::randn({n});
     EXPECT_TRUE(torch::equal(dropout_fused(x, 0.3, 1234), dropout_aten(x, 0.3, 1234))) << n;
   }
+}
+
+// The factors a kernel draws for a slice of a mask, at any start and length, are the mask's own.
+TEST(GenericPath, DropoutFactorsAreSlicesOfTheMask) {
+  const auto mask = dropout_mask({101}, 0.3, 99);
+  for (const int64_t first : {0, 1, 2, 33, 100})
+    for (const int64_t count : {1, 2, 7, 16, 33}) {
+      const int64_t n = std::min<int64_t>(count, 101 - first);
+      std::vector<float> f(n);
+      dropout_factors(f.data(), first, n, 0.3, 99);
+      EXPECT_TRUE(torch::equal(torch::from_blob(f.data(), {n}), mask.narrow(0, first, n)))
+          << first << " " << n;
+    }
+}
+
+// The fused CPU attention equals the ATen path (what CUDA runs) in values and in the gradients of
+// the projections: self-attention with a causal or a key-padding bias, cross-attention with a
+// key-padding bias, with and without dropout (the same mask by the key), odd block sizes (the
+// mask's hash pairs straddle blocks), one position.
+TEST(GenericPath, AttentionEqualsTheFusedKernel) {
+#ifndef INTRA_OP_PARALLEL
+  // at::parallel_for is a header template: without OpenMP in this build, nmt's CPU kernels
+  // (dropout, loss, attention) would silently run on one thread.
+  if (!torch::cuda::is_available()) ADD_FAILURE() << "built without OpenMP: kernels run serially";
+#endif
+  const int64_t B = 3, heads = 2, d = 16;
+  torch::manual_seed(5);
+  for (const bool cross : {false, true})
+    for (const int64_t T : {1, 5, 7})
+      for (const double p : {0.0, 0.3})
+        for (const bool causal : {false, true}) {
+          if (cross && causal) continue;
+          SCOPED_TRACE(std::string(cross ? "cross" : "self") + " T " + std::to_string(T) + " p " +
+                       std::to_string(p) + (causal ? " causal" : " padding"));
+          const int64_t Tk = cross ? T + 2 : T;
+          const auto q0 = torch::randn({B, T, cross ? d : 3 * d});
+          const auto kv0 = cross ? torch::randn({B, Tk, 2 * d}) : torch::Tensor();
+          torch::Tensor bias;
+          if (causal) {
+            bias = mask_to_bias(causal_mask(T));
+          } else {
+            auto blocked = torch::zeros({B, Tk}, torch::kBool);
+            if (Tk > 1) blocked[1][Tk - 1] = true;  // a padded key, never all of them
+            bias = mask_to_bias(blocked).view({B, 1, 1, Tk});
+          }
+          const uint64_t key = 0xABCDEF12345ULL + static_cast<uint64_t>(T);
+          auto qa = q0.clone().requires_grad_(true), qf = q0.clone().requires_grad_(true);
+          auto kva = cross ? kv0.clone().requires_grad_(true) : torch::Tensor();
+          auto kvf = cross ? kv0.clone().requires_grad_(true) : torch::Tensor();
+          torch::Tensor aten;
+          if (cross) {
+            const auto k_v = split_heads(kva, 2, heads);
+            aten = attention_aten(split_heads(qa, 1, heads)[0], k_v[0], k_v[1], bias, p, key);
+          } else {
+            const auto qkv = split_heads(qa, 3, heads);
+            aten = attention_aten(qkv[0], qkv[1], qkv[2], bias, p, key);
+          }
+          const auto fused = attention_fused(qf, kvf, heads, bias, p, key);
+          ASSERT_EQ(fused.sizes(), aten.sizes());
+          EXPECT_TRUE(torch::allclose(fused, aten, 1e-5, 1e-6))
+              << (fused - aten).abs().max().item<float>();
+          const auto g = torch::randn(aten.sizes());
+          aten.backward(g);
+          fused.backward(g);
+          EXPECT_TRUE(torch::allclose(qf.grad(), qa.grad(), 1e-4, 1e-5))
+              << (qf.grad() - qa.grad()).abs().max().item<float>();
+          if (cross)
+            EXPECT_TRUE(torch::allclose(kvf.grad(), kva.grad(), 1e-4, 1e-5))
+                << (kvf.grad() - kva.grad()).abs().max().item<float>();
+          // Without gradients the kernel gives the same values.
+          torch::NoGradGuard no_grad;
+          EXPECT_TRUE(torch::equal(attention_fused(q0, kv0, heads, bias, p, key), fused.detach()));
+        }
+  // The blocks run in parallel; each is computed by one thread, so the thread count changes no
+  // bit.
+  const auto qkv = torch::randn({16, 9, 3 * d}, torch::requires_grad());
+  const int threads = torch::get_num_threads();
+  torch::set_num_threads(1);
+  const auto one = attention_fused(qkv, torch::Tensor(), heads, torch::Tensor(), 0.2, 3);
+  one.sum().backward();
+  const auto grad_one = qkv.grad().clone();
+  qkv.mutable_grad().zero_();
+  torch::set_num_threads(2);
+  const auto two = attention_fused(qkv, torch::Tensor(), heads, torch::Tensor(), 0.2, 3);
+  two.sum().backward();
+  torch::set_num_threads(threads);
+  EXPECT_TRUE(torch::equal(one, two));
+  EXPECT_TRUE(torch::equal(grad_one, qkv.grad()));
 }
 
 TEST(GenericPath, DropoutOnLowPrecisionRoundsOnce) {

@@ -15,7 +15,7 @@ namespace nmt {
 
 namespace {
 
-uint64_t next_key() {
+uint64_t draw_key() {
   auto gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   return gen.get<at::CPUGeneratorImpl>()->random64();
@@ -44,6 +44,19 @@ void write_factors(float* dst, int64_t n, uint32_t threshold, float scale, uint6
   for (int64_t j = std::max(begin, full); j < end; ++j) {
     const uint64_t h = splitmix64_mix(key + static_cast<uint64_t>(j) * kGoldenGamma);
     dst[2 * j] = static_cast<uint32_t>(h) < threshold ? 0.0f : scale;
+  }
+}
+
+// The factors of elements [first, first + count), one hash per element (element i is decided by
+// half i % 2 of hash i / 2): any start, so rows of a larger mask can be made one at a time.
+NMT_CPU_CLONES
+void write_element_factors(float* dst, int64_t first, int64_t count, uint32_t threshold,
+                           float scale, uint64_t key) {
+  for (int64_t i = 0; i < count; ++i) {
+    const auto e = static_cast<uint64_t>(first + i);
+    const uint64_t h = splitmix64_mix(key + (e >> 1) * kGoldenGamma);
+    const auto half = static_cast<uint32_t>(h >> (32 * (e & 1)));
+    dst[i] = half < threshold ? 0.0f : scale;
   }
 }
 
@@ -188,6 +201,16 @@ torch::Tensor dropout_keep(int64_t n, double p, uint64_t key, const torch::Devic
   return torch::stack({low, high}, 1).view(-1).narrow(0, 0, n);
 }
 
+uint64_t dropout_key() { return draw_key(); }
+
+torch::Tensor dropout_keyed(const torch::Tensor& x, double p, uint64_t key) {
+  return fast_path(x) ? dropout_fused(x, p, key) : dropout_aten(x, p, key);
+}
+
+void dropout_factors(float* dst, int64_t first, int64_t count, double p, uint64_t key) {
+  write_element_factors(dst, first, count, drop_threshold(p), scale_of(p), key);
+}
+
 torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t key) {
   auto mask = torch::empty(sizes, torch::kFloat);
   masked_map(nullptr, mask.data_ptr<float>(), mask.numel(), p, key, times);
@@ -221,13 +244,12 @@ torch::Tensor relu_dropout_aten(const torch::Tensor& x, double p, uint64_t key) 
 
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p == 0.0) return x;
-  const uint64_t key = next_key();
-  return fast_path(x) ? dropout_fused(x, p, key) : dropout_aten(x, p, key);
+  return dropout_keyed(x, p, draw_key());
 }
 
 torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p == 0.0) return torch::relu(x);
-  const uint64_t key = next_key();
+  const uint64_t key = draw_key();
   return fast_path(x) ? relu_dropout_fused(x, p, key) : relu_dropout_aten(x, p, key);
 }
 

@@ -32,6 +32,18 @@ torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
 // output and the mask as well. Draws the same key as the unfused pair, so results match it.
 torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training);
 
+// The key of a dropout call, drawn from LibTorch's default CPU generator as dropout() draws it:
+// for callers that apply the mask themselves (dropout_keyed, dropout_factors).
+uint64_t dropout_key();
+
+// dropout(x, p, true) with a given key: the fused kernel where one applies, else the ATen path.
+torch::Tensor dropout_keyed(const torch::Tensor& x, double p, uint64_t key);
+
+// The mask factors (0 or 1 / (1 - p)) of elements [first, first + count) of a tensor that
+// dropout with `key` would mask, written to dst: for kernels that drop out inside their own
+// loops (the fused attention). 0 <= p < 1.
+void dropout_factors(float* dst, int64_t first, int64_t count, double p, uint64_t key);
+
 // The float mask dropout multiplies by: 0 or 1 / (1 - p), element i decided by hash(key, i).
 // 0 <= p < 1.
 torch::Tensor dropout_mask(at::IntArrayRef sizes, double p, uint64_t key);

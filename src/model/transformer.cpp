@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "data/tensors.h"
+#include "model/attention.h"
 #include "model/dropout.h"
 #include "text/spm.h"
 #include "util/util.h"
@@ -53,48 +54,35 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, d
   out_ = register_module("out", xavier_linear(d_model, d_model));
 }
 
-torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const {
-  return x.view({x.size(0), x.size(1), heads_, head_dim_}).transpose(1, 2);
-}
-
-std::vector<torch::Tensor> MultiHeadAttentionImpl::split_projection(const torch::Tensor& x,
-                                                                    int64_t parts) const {
-  // unbind, not indexing: the gradient of x[i] is a zero tensor of x's full size with one part
-  // filled, and the parts' gradients are then summed (three full passes for Q, K, V), while
-  // unbind's gradient is one stack into x's own layout.
-  auto out = x.view({x.size(0), x.size(1), parts, heads_, head_dim_}).unbind(2);
-  for (auto& part : out) part = part.transpose(1, 2);  // [B, heads, T, head_dim]
-  return out;
-}
+double MultiHeadAttentionImpl::drop_probability() const { return is_training() ? dropout_ : 0.0; }
 
 torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
                                              const torch::Tensor& v, const torch::Tensor& bias,
-                                             torch::Tensor* weights_out) {
-  // Scaling q before the product costs Tq*dk multiplies instead of Tq*Tk.
-  auto scores =
-      torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(head_dim_))), k.transpose(-2, -1));
-  if (bias.defined()) scores = scores + bias;
-  auto weights = torch::softmax(scores, -1);
-  if (weights_out != nullptr) *weights_out = weights;
-  weights = nmt::dropout(weights, dropout_, is_training());
-  const int64_t B = q.size(0), Tq = q.size(2);
-  auto context = torch::matmul(weights, v).transpose(1, 2).reshape({B, Tq, d_model_});
-  return out_(context);
+                                             torch::Tensor* weights) {
+  const double p = drop_probability();
+  return out_(attention_aten(q, k, v, bias, p, p > 0.0 ? dropout_key() : 0, weights));
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
                                               const torch::Tensor& bias, torch::Tensor* weights) {
-  if (cross_) {
-    auto [k, v] = memory_kv(memory);
-    return attend(split_heads(q_(x)), k, v, bias, weights);
+  const auto q = cross_ ? q_(x) : qkv_(x);
+  const auto kv = cross_ ? kv_(memory) : torch::Tensor();
+  if (weights == nullptr && fused_attention_applies(q)) {
+    // The key is drawn where the ATen path draws it: the two paths consume the generator alike.
+    const double p = drop_probability();
+    return out_(attention_fused(q, kv, heads_, bias, p, p > 0.0 ? dropout_key() : 0));
   }
-  const auto qkv = split_projection(qkv_(x), 3);
+  if (cross_) {
+    const auto k_v = split_heads(kv, 2, heads_);
+    return attend(split_heads(q, 1, heads_)[0], k_v[0], k_v[1], bias, weights);
+  }
+  const auto qkv = split_heads(q, 3, heads_);
   return attend(qkv[0], qkv[1], qkv[2], bias, weights);
 }
 
 std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::memory_kv(
     const torch::Tensor& memory) {
-  const auto kv = split_projection(kv_(memory), 2);
+  const auto kv = split_heads(kv_(memory), 2, heads_);
   return {kv[0], kv[1]};
 }
 
@@ -103,7 +91,7 @@ torch::Tensor MultiHeadAttentionImpl::step(const torch::Tensor& x, torch::Tensor
                                            torch::Tensor* weights) {
   if (cross_) {
     const int64_t N = x.size(0), B = k.size(0);
-    if (N == B) return attend(split_heads(q_(x)), k, v, bias, weights);
+    if (N == B) return attend(split_heads(q_(x), 1, heads_)[0], k, v, bias, weights);
     // A sentence's beams attend to its one copy of the memory as if they were query positions:
     // [B, heads, group, head_dim] against [B, heads, S, head_dim], one GEMM per sentence.
     const int64_t group = N / B;
@@ -113,7 +101,7 @@ torch::Tensor MultiHeadAttentionImpl::step(const torch::Tensor& x, torch::Tensor
       *weights = weights->transpose(1, 2).reshape({N, heads_, 1, weights->size(-1)});
     return out;
   }
-  const auto qkv = split_projection(qkv_(x), 3);
+  const auto qkv = split_heads(qkv_(x), 3, heads_);
   k = k.defined() ? torch::cat({k, qkv[1]}, 2) : qkv[1].contiguous();
   v = v.defined() ? torch::cat({v, qkv[2]}, 2) : qkv[2].contiguous();
   // The newest position may attend to every cached one: no mask needed.

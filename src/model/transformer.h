@@ -38,11 +38,10 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
                      const torch::Tensor& bias, torch::Tensor* weights = nullptr);
 
  private:
+  // attention_aten on head views, then the output projection.
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& bias, torch::Tensor* weights);
-  torch::Tensor split_heads(const torch::Tensor& x) const;
-  // [B, T, parts * d_model] -> parts tensors [B, heads, T, head_dim] (views).
-  std::vector<torch::Tensor> split_projection(const torch::Tensor& x, int64_t parts) const;
+  double drop_probability() const;  // the weights' dropout: 0 unless training
 
   int64_t d_model_, heads_, head_dim_;
   double dropout_;

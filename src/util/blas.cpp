@@ -119,4 +119,30 @@ std::string blas_description() {
   return out;
 }
 
+namespace {
+
+// The Fortran BLAS interface (LP64: 32-bit integers, as Debian's OpenBLAS and LibTorch use it).
+using SgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const float*,
+                         const float*, const int*, const float*, const int*, const float*, float*,
+                         const int*);
+
+SgemmFn sgemm_function() {
+  static const auto fn = reinterpret_cast<SgemmFn>(::dlsym(RTLD_DEFAULT, "sgemm_"));
+  return fn;
+}
+
+}  // namespace
+
+bool have_sgemm() { return sgemm_function() != nullptr; }
+
+void sgemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                     int64_t ldc) {
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the operands swap.
+  const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
+  const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+  const int LDA = static_cast<int>(lda), LDB = static_cast<int>(ldb), LDC = static_cast<int>(ldc);
+  sgemm_function()(&tb, &ta, &N, &M, &K, &alpha, b, &LDB, a, &LDA, &beta, c, &LDC);
+}
+
 }  // namespace nmt

@@ -14,6 +14,7 @@
 // runs. Other BLAS libraries, and OpenBLAS builds for one architecture, are left alone.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace nmt {
@@ -27,5 +28,17 @@ void select_blas_kernels();
 // For the log, e.g. "OpenBLAS 0.3.21, Cooperlake kernels (chosen by nmt for AVX-512 over
 // OPENBLAS_CORETYPE=Haswell; NMT_BLAS_CORE=keep keeps that)".
 std::string blas_description();
+
+// Whether the process has a BLAS sgemm_ (the Fortran symbol LibTorch's own CPU products call):
+// the condition for sgemm_row_major.
+bool have_sgemm();
+
+// C = alpha op(A) op(B) + beta C for row-major float matrices, op(A) m x k and op(B) k x n, each
+// stored with its leading dimension (elements between rows), by the process's sgemm_: for
+// kernels that multiply many small blocks in their own parallel loop (inside one, OpenBLAS and
+// MKL run each product on the calling thread). Requires have_sgemm().
+void sgemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                     int64_t ldc);
 
 }  // namespace nmt
