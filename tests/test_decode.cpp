@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <tuple>
 
 #include "data/tensors.h"
 #include "decode/search.h"
@@ -132,10 +134,12 @@ TEST(IncrementalDecoding, GroupedRowsShareTheSourceCaches) {
   const auto enc = model->encode(src);
   auto grouped_state = model->start_decoding(enc, K);
   auto repeated_state = model->start_decoding(model->encode(src.repeat_interleave(K, 0)));
+  // Without weights the steps take the CPU kernels; with them, the ATen form.
+  auto plain_state = model->start_decoding(enc, K);
   auto& grouped = dynamic_cast<TransformerState&>(*grouped_state);
   auto& repeated = dynamic_cast<TransformerState&>(*repeated_state);
   // One copy per sentence, not per beam.
-  EXPECT_EQ(grouped.cross_k[0].size(0), B);
+  EXPECT_EQ(grouped.cross_kv[0].size(0), B);
   EXPECT_EQ(grouped.memory_bias.size(0), B);
   auto input = tgt_in;
   for (int64_t t = 0; t < tgt_in.size(1); ++t) {
@@ -143,20 +147,25 @@ TEST(IncrementalDecoding, GroupedRowsShareTheSourceCaches) {
       const auto perm = torch::tensor(std::vector<int64_t>{1, 1, 0, 3, 4, 7, 6, 5, 8, 8, 8, 8});
       grouped.reorder(perm);
       repeated.reorder(perm);
+      plain_state->reorder(perm);
       input = input.index_select(0, perm);
     }
     if (t == 4) {  // sentence 1 leaves; sentence 2's beams are permuted
       const auto keep = torch::tensor(std::vector<int64_t>{0, 1, 2, 3, 9, 8, 11, 10});
       grouped.select(keep);
       repeated.select(keep);
+      plain_state->select(keep);
       input = input.index_select(0, keep);
-      EXPECT_EQ(grouped.cross_v[1].size(0), 2);
+      EXPECT_EQ(grouped.cross_kv[1].size(0), 2);
     }
     std::vector<torch::Tensor> wg, wr;
     const auto a = model->decode_step(input.select(1, t), grouped, &wg);
     const auto b = model->decode_step(input.select(1, t), repeated, &wr);
     EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-5))
         << "step " << t << " max diff " << (a - b).abs().max().item<float>();
+    const auto c = model->decode_step(input.select(1, t), *plain_state);
+    EXPECT_TRUE(torch::allclose(c, b, 1e-5, 1e-5))
+        << "step " << t << " max diff " << (c - b).abs().max().item<float>();
     for (size_t l = 0; l < wg.size(); ++l) {
       ASSERT_EQ(wg[l].sizes(), wr[l].sizes());
       EXPECT_TRUE(torch::allclose(wg[l], wr[l], 1e-5, 1e-6));
@@ -250,4 +259,59 @@ TEST(Search, RejectsBadOptions) {
   o.beam_size = 0;
   o.nbest = 1;
   EXPECT_THROW(search(model, src, o), std::exception);
+}
+
+TEST(TopCandidates, HandComputedGroupOfTwo) {
+  // Two rows of one sentence, V = 3. log_softmax([0, ln 2, ln 5]) = log([1, 2, 5] / 8).
+  const float l2 = std::log(2.0f), l5 = std::log(5.0f);
+  const auto logits = torch::tensor({0.0f, l2, l5, l5, 0.0f, l2}).view({2, 3});
+  const auto scores = torch::tensor({-1.0f, -2.0f});
+  const auto [values, ids] = nmt::top_candidates(logits, scores, 2, 3);
+  ASSERT_EQ(values.sizes(), (std::vector<int64_t>{1, 3}));
+  // Best three: row 0 token 2 (-1 + log 5/8), row 0 token 1 (-1 + log 2/8), row 1 token 0 (id 3).
+  const std::vector<int64_t> want_ids{2, 1, 3};
+  const std::vector<double> want{-1 + std::log(5.0 / 8), -1 + std::log(2.0 / 8),
+                                 -2 + std::log(5.0 / 8)};
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(ids[0][i].item<int64_t>(), want_ids[static_cast<size_t>(i)]);
+    EXPECT_NEAR(values[0][i].item<float>(), want[static_cast<size_t>(i)], 1e-6);
+  }
+}
+
+TEST(TopCandidates, EqualValuesInIdOrderAndDeadRowsLast) {
+  // Equal logits: the first ids win. A -inf score (a dead beam) only fills what is left.
+  const auto logits = torch::zeros({2, 4});
+  const float inf = std::numeric_limits<float>::infinity();
+  auto [values, ids] = nmt::top_candidates(logits, torch::tensor({0.0f, -inf}), 2, 6);
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(ids[0][i].item<int64_t>(), i);
+    EXPECT_FLOAT_EQ(values[0][i].item<float>(), -std::log(4.0f));
+  }
+  EXPECT_EQ(values[0][4].item<float>(), -inf);
+  EXPECT_EQ(values[0][5].item<float>(), -inf);
+}
+
+TEST(TopCandidates, FusedKernelEqualsTheAtenForm) {
+  // The CPU kernel against the generic form that other devices run: the same candidates, values
+  // within rounding (exp by a polynomial and another summation order). Widths cross the 64-value
+  // chunks and the vocabulary is not a multiple of the vector lanes.
+  torch::manual_seed(3);
+  for (const auto& [group, width, V] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 1, 8000}, {5, 10, 8000}, {4, 8, 1000}, {3, 70, 203}}) {
+    const int64_t R = 6 * group;
+    const auto logits = torch::randn({R, V}) * 4.0;
+    auto scores = torch::rand({R}) * -10.0;
+    scores[1] = -std::numeric_limits<float>::infinity();
+    const auto [values, ids] = nmt::top_candidates(logits, scores, group, width);
+    const auto [want_values, want_ids] = nmt::top_candidates_aten(logits, scores, group, width);
+    EXPECT_TRUE(torch::allclose(values, want_values, 1e-5, 1e-5)) << group << " " << width;
+    EXPECT_TRUE(torch::equal(ids, want_ids)) << group << " " << width;
+  }
+}
+
+TEST(TopCandidates, RejectsBadShapes) {
+  const auto logits = torch::zeros({4, 3});
+  EXPECT_THROW(nmt::top_candidates(logits, torch::zeros({4}), 3, 1), nmt::Error);  // 4 % 3
+  EXPECT_THROW(nmt::top_candidates(logits, torch::zeros({4}), 2, 7), nmt::Error);  // 7 > 6
+  EXPECT_THROW(nmt::top_candidates(logits, torch::zeros({3}), 1, 1), nmt::Error);
 }

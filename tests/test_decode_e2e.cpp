@@ -85,6 +85,32 @@ TEST_F(QuickstartRun, BeamFiveScoreNeverWorseThanGreedy) {
   RecordProperty("beam_better_lines", better);
 }
 
+// Batches decoded side by side (two threads, one batch each) give what one batch at a time on
+// one thread gives, line for line and score for score: each batch's arithmetic is the same.
+// (Not `ops` on two threads: OpenMP's spinning under ctest -j2 makes that slow on two cores.)
+TEST_F(QuickstartRun, BatchesSideBySideGiveTheSameOutput) {
+  const std::string in = data() + "/test.en";
+  for (const char* beam : {"1", "4"}) {
+    std::vector<std::string> outputs;
+    for (const char* parallel : {"ops", "batches"}) {
+      const std::string out = path(std::string("par_") + parallel + beam + ".txt");
+      // A small budget makes many batches.
+      const std::string threads = std::string(parallel) == "ops" ? "1" : "2";
+      const auto r = run_command(nmt_bin() + " translate --checkpoint " + run() + " --threads " +
+                                 threads + " --batch-tokens 300 --scores --beam " + beam +
+                                 " --parallel " + parallel + " --input " + in + " --output " + out);
+      ASSERT_EQ(r.status, 0) << r.output;
+      outputs.push_back(nmt_test::read_text(out));
+    }
+    EXPECT_EQ(read_lines_of(path(std::string("par_ops") + beam + ".txt")).size(), 300u);
+    EXPECT_EQ(outputs[0], outputs[1]) << "beam " << beam;
+  }
+  const auto r = run_command(translate("--parallel threads --input " + in));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--parallel must be auto, batches or ops"), std::string::npos)
+      << r.output;
+}
+
 TEST_F(QuickstartRun, OneOutputLinePerInputLineWhateverTheInput) {
   std::string long_line;
   for (int i = 0; i < 3000; ++i) long_line += "seven hundred ";

@@ -181,6 +181,52 @@ TEST(GenericPath, AttentionEqualsTheFusedKernel) {
   EXPECT_TRUE(torch::equal(grad_one, qkv.grad()));
 }
 
+// The decoding steps' attention: the CPU kernel (plain tensors) against the ATen form that other
+// devices run (taken here because q requires a gradient), and against attention_aten on the
+// gathered keys and values. Head size 20 crosses the kernel's 16-wide dot products.
+TEST(GenericPath, StepAttentionEqualsTheKernel) {
+  const int64_t N = 6, heads = 2, d = 40, M = 30, T = 7;
+  torch::manual_seed(9);
+  const auto qkv = torch::randn({N, 3 * d});
+  const auto q = qkv.narrow(1, 0, d);  // strided rows, as the fused projection gives them
+  const auto table = torch::randn({M, 2 * d});
+  const auto slots = torch::randint(0, M, {N, T}, torch::kLong);
+  const auto fused = attention_step_gather(q, table, slots, heads);
+  const auto generic = attention_step_gather(q.clone().requires_grad_(true), table, slots, heads);
+  EXPECT_TRUE(torch::allclose(fused, generic.detach(), 1e-5, 1e-6))
+      << (fused - generic).abs().max().item<float>();
+  const auto rows = table.index_select(0, slots.view(-1)).view({N, T, 2 * d});
+  const auto k_v = split_heads(rows, 2, heads);
+  const auto direct = attention_aten(q.reshape({N, 1, heads, d / heads}).transpose(1, 2), k_v[0],
+                                     k_v[1], torch::Tensor(), 0.0, 0)
+                          .view({N, d});
+  EXPECT_TRUE(torch::allclose(fused, direct, 1e-5, 1e-6));
+  EXPECT_THROW(attention_step_gather(q, table, slots + M, heads), c10::Error);
+
+  // Cross-attention: 3 sentences of 2 rows each, one padded key in sentence 1.
+  const int64_t B = 3, S = 5;
+  const auto memory = torch::randn({B, S, 2 * d});
+  auto blocked = torch::zeros({B, S}, torch::kBool);
+  blocked[1][S - 1] = true;
+  const auto bias = mask_to_bias(blocked).view({B, 1, 1, S});
+  const auto cross = attention_step_grouped(q, memory, bias, heads);
+  const auto cross_generic =
+      attention_step_grouped(q.clone().requires_grad_(true), memory, bias, heads);
+  EXPECT_TRUE(torch::allclose(cross, cross_generic.detach(), 1e-5, 1e-6))
+      << (cross - cross_generic).abs().max().item<float>();
+  const auto repeated = split_heads(memory.repeat_interleave(N / B, 0), 2, heads);
+  const auto cross_direct =
+      attention_aten(q.reshape({N, 1, heads, d / heads}).transpose(1, 2), repeated[0], repeated[1],
+                     bias.repeat_interleave(N / B, 0), 0.0, 0)
+          .view({N, d});
+  EXPECT_TRUE(torch::allclose(cross, cross_direct, 1e-5, 1e-6));
+  torch::Tensor weights;
+  const auto with_weights = attention_step_grouped(q, memory, bias, heads, &weights);
+  EXPECT_TRUE(torch::allclose(cross, with_weights, 1e-5, 1e-6));
+  ASSERT_EQ(weights.sizes(), (std::vector<int64_t>{N, heads, 1, S}));
+  EXPECT_EQ(weights[2][0][0][S - 1].item<float>(), 0.0f);  // row 2 is sentence 1's: padded key
+}
+
 TEST(GenericPath, DropoutOnLowPrecisionRoundsOnce) {
   const auto x = torch::randn({8, 40});
   const auto y = dropout_aten(x.to(torch::kBFloat16), 0.25, 5);

@@ -18,6 +18,10 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
   cmd->add_option("--batch-tokens", flags.batch_tokens,
                   "Source-token budget per batch, beams included (default: decode.batch_tokens)");
   cmd->add_option("--threads", flags.threads, "CPU threads (0 = all cores)");
+  cmd->add_option("--parallel", flags.parallel,
+                  "How CPU threads share the work: batches (one batch per thread, side by side), "
+                  "ops (one batch at a time, each op on all threads), or auto (batches when a "
+                  "chunk has at least 4 batches per thread, else ops) (default: auto)");
   cmd->add_option(
       "--quantize", flags.quantize,
       "int8: dynamic int8 quantization of the output projection (CPU; faster, may cost BLEU)");
@@ -30,6 +34,8 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
 void check_decode_flags(const DecodeFlags& flags) {
   if (flags.threads < 0) throw Error("--threads must be >= 0");
   if (flags.beam < 0) throw Error("--beam must be >= 1");
+  if (flags.parallel != "auto" && flags.parallel != "batches" && flags.parallel != "ops")
+    throw Error("--parallel must be auto, batches or ops, got \"" + flags.parallel + "\"");
   if (!flags.quantize.empty() && flags.quantize != "int8")
     throw Error("--quantize must be int8, got \"" + flags.quantize + "\"");
   if (!is_device_name(flags.device))
@@ -45,9 +51,9 @@ void use_inference_threads(const DecodeFlags& flags) {
 
 LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& flags) {
   const bool int8 = flags.quantize == "int8";
-  const torch::Device device =
-      int8 && flags.device == "auto" ? torch::Device(torch::kCPU)
-                                     : resolve_device(flags.device, "--device");
+  const torch::Device device = int8 && flags.device == "auto"
+                                   ? torch::Device(torch::kCPU)
+                                   : resolve_device(flags.device, "--device");
   parse_precision(flags.precision, device, "--precision");  // refuses bf16/fp16 off CUDA early
   LoadedModel m = load_model(checkpoint, device);
   spdlog::info("device {}, precision {}", describe_device(device), flags.precision);
@@ -65,6 +71,12 @@ TranslateOptions decode_options(const DecodeFlags& flags, const Config& config,
   if (flags.batch_tokens > 0) options.batch_tokens = flags.batch_tokens;
   if (flags.length_penalty >= 0) options.search.length_penalty = flags.length_penalty;
   options.precision = parse_precision(flags.precision, device, "--precision");
+  if (device.is_cpu() && flags.parallel != "ops") {
+    options.batch_workers = torch::get_num_threads();
+    // Measured on Multi30k at 2 threads: beam 5 (17 batches of 1,000 lines) gains from side by
+    // side, greedy (4 batches) loses a little.
+    options.min_batches_per_worker = flags.parallel == "auto" ? 4 : 1;
+  }
   return options;
 }
 

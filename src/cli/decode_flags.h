@@ -15,16 +15,19 @@ class App;
 namespace nmt {
 
 struct DecodeFlags {
-  int64_t beam = 0;            // 0: decode.beam_size
-  double length_penalty = -1;  // < 0: decode.length_penalty
-  int64_t batch_tokens = 0;    // 0: decode.batch_tokens
-  int threads = 0;             // 0: all cores
-  std::string quantize;        // "" (float) or "int8": int8 output projection
+  int64_t beam = 0;                // 0: decode.beam_size
+  double length_penalty = -1;      // < 0: decode.length_penalty
+  int64_t batch_tokens = 0;        // 0: decode.batch_tokens
+  int threads = 0;                 // 0: all cores
+  std::string quantize;            // "" (float) or "int8": int8 output projection
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (CUDA autocast)
+  std::string parallel =
+      "auto";  // CPU threads: batches (side by side) | ops (inside each op) | auto
 };
 
-// Adds --beam, --length-penalty, --batch-tokens, --threads, --quantize, --device and --precision.
+// Adds --beam, --length-penalty, --batch-tokens, --threads, --parallel, --quantize, --device and
+// --precision.
 void add_decode_flags(CLI::App* cmd, DecodeFlags& flags);
 
 // Throws on out-of-range values and combinations that cannot work (int8 on CUDA).

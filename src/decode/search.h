@@ -30,6 +30,21 @@ double length_penalty(int64_t length, double alpha);
 // Output length limit of one sentence: floor(a * source_length + b), within [1, cap].
 int64_t max_output_length(int64_t source_length, const SearchOptions& options, int64_t cap);
 
+// The candidates of one search step: for each group of `group` consecutive rows of logits
+// [R, V] (a sentence's beams), the `width` largest of log_softmax(logits row) + scores[row]
+// over the group's group * V (row, token) pairs, best first, as values [R / group, width] (float)
+// and ids k * V + token (k: the row within its group) [R / group, width]. On float CPU logits a
+// fused kernel (one pass for the normaliser, one for the selection, no [R, V] temporaries, equal
+// values in id order); otherwise top_candidates_aten.
+std::pair<torch::Tensor, torch::Tensor> top_candidates(const torch::Tensor& logits,
+                                                       const torch::Tensor& scores, int64_t group,
+                                                       int64_t width);
+
+// The same from ATen ops (any device and dtype; ties in any order).
+std::pair<torch::Tensor, torch::Tensor> top_candidates_aten(const torch::Tensor& logits,
+                                                            const torch::Tensor& scores,
+                                                            int64_t group, int64_t width);
+
 // src: [B, S] EOS-terminated rows, right-padded, on any device (moved to the model's). Returns,
 // per sentence, up to nbest hypotheses, best score first. beam_size 1 runs greedy_search. Each
 // step copies its scores to the host once.

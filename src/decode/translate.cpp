@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <istream>
+#include <mutex>
 #include <ostream>
 
 #include "data/tensors.h"
@@ -49,8 +51,7 @@ void attach_attention(Seq2Seq& model, const Vocabs& vocabs, const torch::Tensor&
     map.layer = layer;
     map.head = o.attention_head;
     map.num_heads = model->attention_heads();
-    for (const auto id : src_rows[i])
-      map.source.push_back(vocabs.src.piece(static_cast<int>(id)));
+    for (const auto id : src_rows[i]) map.source.push_back(vocabs.src.piece(static_cast<int>(id)));
     for (const int id : best[i]->tokens) map.target.push_back(vocabs.tgt.piece(id));
     if (best[i]->ended) map.target.push_back(vocabs.tgt.piece(kEosId));
     for (size_t t = 0; t < map.target.size(); ++t) {
@@ -76,6 +77,32 @@ void write_attention(const std::string& dir, int64_t sentence, AttentionMap map)
   map.sentence = sentence;
   write_file_atomic(dir + name + ".svg", attention_svg(map));
   write_file_atomic(dir + name + ".json", attention_json(map) + "\n");
+}
+
+// Runs job(i) for every i < n, on up to `workers` OpenMP threads side by side, the last (longest)
+// jobs first. Inside the parallel region LibTorch's loops and OpenBLAS run on the calling thread,
+// so a job's ops need no synchronisation between threads. The first exception is rethrown.
+// Without OpenMP (CUDA builds) the jobs run one after another.
+template <typename Job>
+void run_side_by_side(size_t n, int64_t workers, const Job& job) {
+  const auto count = static_cast<int64_t>(n);
+  if (workers <= 1 || count <= 1) {
+    for (int64_t i = 0; i < count; ++i) job(static_cast<size_t>(i));
+    return;
+  }
+  std::exception_ptr error;
+  std::mutex mutex;
+#pragma omp parallel for schedule(dynamic, 1) \
+    num_threads(static_cast <int>(std::min(workers, count)))
+  for (int64_t i = 0; i < count; ++i) {
+    try {
+      job(static_cast<size_t>(count - 1 - i));
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace
@@ -131,16 +158,23 @@ std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
     t.texts.assign(nbest, "");
     t.scores.assign(nbest, 0.0);
   }
-  const AutocastGuard autocast(model->device(), options.precision);
   // Beams multiply the rows a batch decodes, so the budget covers all of them.
   const int64_t budget = std::max<int64_t>(1, options.batch_tokens / options.search.beam_size);
-  size_t start = 0;
-  while (start < todo.size()) {
+  std::vector<std::pair<size_t, size_t>> batches;  // [start, end) of todo
+  for (size_t start = 0; start < todo.size();) {
     // Sorted ascending, so the last row sets the batch width.
     size_t end = start + 1;
     while (end < todo.size() &&
            static_cast<int64_t>((end - start + 1) * ids[todo[end]].size()) <= budget)
       ++end;
+    batches.emplace_back(start, end);
+    start = end;
+  }
+  std::vector<int64_t> output_tokens(batches.size(), 0);
+  auto translate_batch = [&](size_t b) {
+    // Autocast state is per thread.
+    const AutocastGuard autocast(model->device(), options.precision);
+    const auto [start, end] = batches[b];
     std::vector<std::vector<int64_t>> rows;
     for (size_t k = start; k < end; ++k) rows.push_back(ids[todo[k]]);
     const auto src = pad_sequences(rows, kPadId);
@@ -159,13 +193,16 @@ std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
         t.scores[j] = h.score;
       }
       const Hypothesis* top = nb.empty() ? &kNone : &nb.front();
-      s.output_tokens += static_cast<int64_t>(top->tokens.size()) + (top->ended ? 1 : 0);
+      output_tokens[b] += static_cast<int64_t>(top->tokens.size()) + (top->ended ? 1 : 0);
       best.push_back(top);
       results.push_back(&t);
     }
     if (options.attention) attach_attention(model, vocabs, src, rows, best, options, results);
-    start = end;
-  }
+  };
+  const bool side_by_side = static_cast<int64_t>(batches.size()) >=
+                            options.min_batches_per_worker * options.batch_workers;
+  run_side_by_side(batches.size(), side_by_side ? options.batch_workers : 1, translate_batch);
+  for (const int64_t n : output_tokens) s.output_tokens += n;
   if (stats != nullptr) *stats = s;
   return out;
 }

@@ -17,12 +17,18 @@
 namespace nmt {
 
 struct TranslateOptions {
-  int64_t batch_tokens = 4096;   // source-token budget of one batch
-  SearchOptions search;          // beam size, length penalty, n-best, length limit
+  int64_t batch_tokens = 4096;             // source-token budget of one batch
+  SearchOptions search;                    // beam size, length penalty, n-best, length limit
   Precision precision = Precision::kFp32;  // bf16/fp16: CUDA autocast during search
-  bool attention = false;        // fill Translation::attention for non-empty lines
-  int64_t attention_layer = -1;  // decoder layer to show (-1: the last)
-  int64_t attention_head = -1;   // head to show (-1: mean over heads)
+  bool attention = false;                  // fill Translation::attention for non-empty lines
+  int64_t attention_layer = -1;            // decoder layer to show (-1: the last)
+  int64_t attention_head = -1;             // head to show (-1: mean over heads)
+  // Batches decoded side by side, each on one thread (CPU): no synchronisation inside a step's
+  // many small ops. 1: one batch at a time, each op on all of LibTorch's threads.
+  int64_t batch_workers = 1;
+  // Side by side only when a chunk has at least this many batches per worker: with fewer, the
+  // longest batch leaves the other threads idle at the end.
+  int64_t min_batches_per_worker = 1;
 };
 
 struct Translation {

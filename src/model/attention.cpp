@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -83,31 +84,18 @@ constexpr int64_t kLanes = 8;
 NMT_CPU_CLONES
 void bias_softmax_rows(float* __restrict s, int64_t rows, int64_t cols, const float* bias,
                        int64_t bias_row, int64_t bias_col) {
-  const int64_t body = cols / kLanes * kLanes;
   for (int64_t i = 0; i < rows; ++i) {
     float* r = s + i * cols;
     if (bias != nullptr) {
       const float* br = bias + i * bias_row;
       for (int64_t j = 0; j < cols; ++j) r[j] += br[j * bias_col];
     }
-    float lanes[kLanes];
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = -INFINITY;
-    for (int64_t j = 0; j < body; j += kLanes)
-      for (int64_t l = 0; l < kLanes; ++l) lanes[l] = std::max(lanes[l], r[j + l]);
-    float max = -INFINITY;
-    for (int64_t l = 0; l < kLanes; ++l) max = std::max(max, lanes[l]);
-    for (int64_t j = body; j < cols; ++j) max = std::max(max, r[j]);
+    const float max = lanes_max<kLanes>(r, cols);
     for (int64_t j = 0; j < cols; ++j) {
       const float x = r[j] - max;
       r[j] = x < -87.3f ? 0.0f : exp_poly(x);
     }
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = 0.0f;
-    for (int64_t j = 0; j < body; j += kLanes)
-      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += r[j + l];
-    float sum = 0.0f;
-    for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
-    for (int64_t j = body; j < cols; ++j) sum += r[j];
-    const float inv = 1.0f / sum;
+    const float inv = 1.0f / lanes_sum<kLanes>(r, cols);
     for (int64_t j = 0; j < cols; ++j) r[j] *= inv;
   }
 }
@@ -116,16 +104,10 @@ void bias_softmax_rows(float* __restrict s, int64_t rows, int64_t cols, const fl
 NMT_CPU_CLONES
 void softmax_backward_rows(float* __restrict dp, const float* __restrict p, int64_t rows,
                            int64_t cols) {
-  const int64_t body = cols / kLanes * kLanes;
   for (int64_t i = 0; i < rows; ++i) {
     float* g = dp + i * cols;
     const float* y = p + i * cols;
-    float lanes[kLanes] = {};
-    for (int64_t j = 0; j < body; j += kLanes)
-      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += g[j + l] * y[j + l];
-    float dot = 0.0f;
-    for (int64_t l = 0; l < kLanes; ++l) dot += lanes[l];
-    for (int64_t j = body; j < cols; ++j) dot += g[j] * y[j];
+    const float dot = lanes_dot<kLanes>(g, y, cols);
     for (int64_t j = 0; j < cols; ++j) g[j] = y[j] * (g[j] - dot);
   }
 }
@@ -284,6 +266,136 @@ torch::Tensor attention_fused(const torch::Tensor& q_in, const torch::Tensor& kv
                                  bias.defined() ? bias : torch::empty({0}, q.options()), p,
                                  bits_to_int(key));
   return run_forward(q, kv, heads, bias, p, key, nullptr);
+}
+
+namespace {
+
+// Incremental decoding: row n's query q [d] (heads side by side) against T key rows. rows[t]
+// points at position t's keys, its values d floats further on (k | v); bias: T additive values
+// or null. out [d]; w: T floats of scratch. Scores, softmax and the weighted sum per head, as
+// attention_aten computes them (q scaled first), in another summation order.
+NMT_CPU_CLONES
+void attend_rows(const float* __restrict q, const float* const* rows, int64_t T, int64_t heads,
+                 int64_t dh, const float* bias, float scale, float* __restrict w,
+                 float* __restrict out) {
+  const int64_t d = heads * dh;
+  for (int64_t h = 0; h < heads; ++h) {
+    float qs[512];  // dh <= 512 is checked by the caller
+    for (int64_t i = 0; i < dh; ++i) qs[i] = q[h * dh + i] * scale;
+    float max = -INFINITY;
+    for (int64_t t = 0; t < T; ++t) {
+      float dot = lanes_dot<16>(qs, rows[t] + h * dh, dh);
+      if (bias != nullptr) dot += bias[t];
+      w[t] = dot;
+      max = std::max(max, dot);
+    }
+    float sum = 0.0f;
+    for (int64_t t = 0; t < T; ++t) {
+      const float x = w[t] - max;
+      w[t] = x < -87.3f ? 0.0f : exp_poly(x);
+      sum += w[t];
+    }
+    const float inv = 1.0f / sum;
+    float* o = out + h * dh;
+    std::fill(o, o + dh, 0.0f);
+    for (int64_t t = 0; t < T; ++t) {
+      const float p = w[t] * inv;
+      const float* v = rows[t] + d + h * dh;
+      for (int64_t i = 0; i < dh; ++i) o[i] += p * v[i];
+    }
+  }
+}
+
+// out [N, d] of queries q (rows of q.stride(0) floats) against the key rows row_of(n, t),
+// t < T, and bias_of(n) (T floats or null), the rows split across threads.
+template <typename RowOf, typename BiasOf>
+torch::Tensor attend_all_rows(const torch::Tensor& q, int64_t heads, int64_t T, const RowOf& row_of,
+                              const BiasOf& bias_of) {
+  const int64_t N = q.size(0), d = q.size(1), dh = d / heads;
+  TORCH_CHECK(d % heads == 0 && dh <= 512, "attention step: width ", d, " is not heads (", heads,
+              ") x a head size <= 512");
+  TORCH_CHECK(q.stride(1) == 1, "attention step: q's rows must be contiguous");
+  auto out = torch::empty({N, d}, q.options());
+  const float* pq = q.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh)));
+  at::parallel_for(0, N, 8, [&](int64_t begin, int64_t end) {
+    std::vector<const float*> rows(static_cast<size_t>(T));
+    std::vector<float> w(static_cast<size_t>(T));
+    for (int64_t n = begin; n < end; ++n) {
+      for (int64_t t = 0; t < T; ++t) rows[static_cast<size_t>(t)] = row_of(n, t);
+      attend_rows(pq + n * q.stride(0), rows.data(), T, heads, dh, bias_of(n), scale, w.data(),
+                  po + n * d);
+    }
+  });
+  return out;
+}
+
+bool step_kernel_applies(const torch::Tensor& q, const torch::Tensor& kv) {
+  return q.device().is_cpu() && q.scalar_type() == torch::kFloat && kv.device().is_cpu() &&
+         kv.scalar_type() == torch::kFloat &&
+         !(torch::GradMode::is_enabled() && (q.requires_grad() || kv.requires_grad()));
+}
+
+}  // namespace
+
+torch::Tensor attention_step_gather(const torch::Tensor& q, const torch::Tensor& kv,
+                                    const torch::Tensor& slots, int64_t heads) {
+  const int64_t N = q.size(0), d = q.size(1), T = slots.size(1);
+  TORCH_CHECK(q.dim() == 2 && kv.dim() == 2 && kv.size(1) == 2 * d && slots.dim() == 2 &&
+                  slots.size(0) == N && slots.scalar_type() == torch::kLong,
+              "attention_step_gather: q [N, d], kv [M, 2d], slots [N, T] int64 expected, got ",
+              q.sizes(), ", ", kv.sizes(), ", ", slots.sizes());
+  if (!step_kernel_applies(q, kv)) {
+    const int64_t dh = d / heads;
+    const auto g = kv.index_select(0, slots.reshape({-1})).view({N, T, 2, heads, dh});
+    const auto qh = q.reshape({N, 1, heads, dh}).transpose(1, 2);
+    return attention_aten(qh, g.select(2, 0).transpose(1, 2), g.select(2, 1).transpose(1, 2),
+                          torch::Tensor(), 0.0, 0)
+        .view({N, d});
+  }
+  const auto table = kv.contiguous();
+  const auto index = slots.to(torch::kCPU).contiguous();
+  const float* base = table.data_ptr<float>();
+  const int64_t* slot = index.data_ptr<int64_t>();
+  for (int64_t i = 0; i < index.numel(); ++i)
+    TORCH_CHECK(slot[i] >= 0 && slot[i] < table.size(0), "attention_step_gather: slot ", slot[i],
+                " is outside the table's ", table.size(0), " rows");
+  return attend_all_rows(
+      q, heads, T, [&](int64_t n, int64_t t) { return base + slot[n * T + t] * 2 * d; },
+      [](int64_t) -> const float* { return nullptr; });
+}
+
+torch::Tensor attention_step_grouped(const torch::Tensor& q, const torch::Tensor& kv,
+                                     const torch::Tensor& bias, int64_t heads,
+                                     torch::Tensor* weights) {
+  const int64_t N = q.size(0), d = q.size(1);
+  TORCH_CHECK(
+      q.dim() == 2 && kv.dim() == 3 && kv.size(2) == 2 * d && kv.size(0) > 0 && N % kv.size(0) == 0,
+      "attention_step_grouped: q [N, d], kv [B, S, 2d] with B dividing N expected, got ", q.sizes(),
+      ", ", kv.sizes());
+  const int64_t B = kv.size(0), S = kv.size(1), group = N / B;
+  if (weights != nullptr || !step_kernel_applies(q, kv)) {
+    // A sentence's rows attend to its one copy of the memory as if they were query positions:
+    // [B, heads, group, dh] against [B, heads, S, dh], one product per sentence.
+    const auto k_v = split_heads(kv, 2, heads);
+    const auto qh = q.reshape({B, group, heads, d / heads}).transpose(1, 2);
+    auto out = attention_aten(qh, k_v[0], k_v[1], bias, 0.0, 0, weights).view({N, d});
+    if (weights != nullptr) *weights = weights->transpose(1, 2).reshape({N, heads, 1, S});
+    return out;
+  }
+  const auto table = kv.contiguous();
+  torch::Tensor b;
+  if (bias.defined()) {
+    TORCH_CHECK(bias.numel() == B * S, "attention_step_grouped: bias [B, 1, 1, S] expected, got ",
+                bias.sizes());
+    b = bias.to(torch::kCPU, torch::kFloat).contiguous();
+  }
+  const float* base = table.data_ptr<float>();
+  const float* pb = b.defined() ? b.data_ptr<float>() : nullptr;
+  return attend_all_rows(
+      q, heads, S, [&](int64_t n, int64_t t) { return base + ((n / group) * S + t) * 2 * d; },
+      [&](int64_t n) { return pb != nullptr ? pb + (n / group) * S : nullptr; });
 }
 
 torch::Tensor attention_aten(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

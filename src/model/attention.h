@@ -37,6 +37,22 @@ torch::Tensor attention_aten(const torch::Tensor& q, const torch::Tensor& k, con
                              const torch::Tensor& bias, double p, uint64_t key,
                              torch::Tensor* weights = nullptr);
 
+// Incremental decoding: one query per row, q [N, d] (rows may be strided), against keys and
+// values stored as rows k | v of width 2d. Float CPU tensors outside autograd take a kernel that
+// reads the rows in place, the rows in parallel; others the ATen form. Return [N, d].
+
+// Self-attention's cache: row n attends to the table rows slots[n, 0..T) of kv [M, 2d]
+// (int64 slots [N, T]), all of them (no mask).
+torch::Tensor attention_step_gather(const torch::Tensor& q, const torch::Tensor& kv,
+                                    const torch::Tensor& slots, int64_t heads);
+
+// Cross-attention: kv [B, S, 2d] holds the memory of each group of N / B consecutive rows (a
+// sentence's beams); bias [B, 1, 1, S] additive (source padding) or undefined. `weights`, when
+// given, receives the probabilities [N, heads, 1, S] (the ATen form computes them).
+torch::Tensor attention_step_grouped(const torch::Tensor& q, const torch::Tensor& kv,
+                                     const torch::Tensor& bias, int64_t heads,
+                                     torch::Tensor* weights = nullptr);
+
 // [B, T, parts * d] projections -> `parts` head views [B, heads, T, d / heads].
 std::vector<torch::Tensor> split_heads(const torch::Tensor& x, int64_t parts, int64_t heads);
 

@@ -80,32 +80,25 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   return attend(qkv[0], qkv[1], qkv[2], bias, weights);
 }
 
-std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::memory_kv(
-    const torch::Tensor& memory) {
-  const auto kv = split_heads(kv_(memory), 2, heads_);
-  return {kv[0], kv[1]};
+torch::Tensor MultiHeadAttentionImpl::memory_kv(const torch::Tensor& memory) { return kv_(memory); }
+
+torch::Tensor MultiHeadAttentionImpl::step_self(const torch::Tensor& x, TransformerState& state,
+                                                size_t layer) {
+  const int64_t N = x.size(0);
+  const auto qkv = qkv_(x.view({N, d_model_}));  // [N, 3d]: q | k | v
+  state.store(layer, qkv.narrow(1, d_model_, 2 * d_model_));
+  // The newest position may attend to every cached one: no mask needed.
+  const auto context =
+      attention_step_gather(qkv.narrow(1, 0, d_model_), state.self_kv[layer], state.slots, heads_);
+  return out_(context).view({N, 1, d_model_});
 }
 
-torch::Tensor MultiHeadAttentionImpl::step(const torch::Tensor& x, torch::Tensor& k,
-                                           torch::Tensor& v, const torch::Tensor& bias,
-                                           torch::Tensor* weights) {
-  if (cross_) {
-    const int64_t N = x.size(0), B = k.size(0);
-    if (N == B) return attend(split_heads(q_(x), 1, heads_)[0], k, v, bias, weights);
-    // A sentence's beams attend to its one copy of the memory as if they were query positions:
-    // [B, heads, group, head_dim] against [B, heads, S, head_dim], one GEMM per sentence.
-    const int64_t group = N / B;
-    auto q = q_(x).view({B, group, heads_, head_dim_}).transpose(1, 2);
-    auto out = attend(q, k, v, bias, weights).view({N, 1, d_model_});
-    if (weights != nullptr)
-      *weights = weights->transpose(1, 2).reshape({N, heads_, 1, weights->size(-1)});
-    return out;
-  }
-  const auto qkv = split_heads(qkv_(x), 3, heads_);
-  k = k.defined() ? torch::cat({k, qkv[1]}, 2) : qkv[1].contiguous();
-  v = v.defined() ? torch::cat({v, qkv[2]}, 2) : qkv[2].contiguous();
-  // The newest position may attend to every cached one: no mask needed.
-  return attend(qkv[0], k, v, torch::Tensor(), weights);
+torch::Tensor MultiHeadAttentionImpl::step_cross(const torch::Tensor& x, const torch::Tensor& kv,
+                                                 const torch::Tensor& bias,
+                                                 torch::Tensor* weights) {
+  const int64_t N = x.size(0);
+  const auto context = attention_step_grouped(q_(x.view({N, d_model_})), kv, bias, heads_, weights);
+  return out_(context).view({N, 1, d_model_});
 }
 
 double activation_dropout(const ModelConfig& c) {
@@ -167,15 +160,12 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 
 torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, TransformerState& state, size_t i,
                                      torch::Tensor* cross_weights) {
-  auto h =
-      residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& y) {
-        return self_attn_->step(y, state.self_k[i], state.self_v[i], torch::Tensor());
+  auto h = residual(x, self_attn_norm_, pre_norm_, dropout_, is_training(),
+                    [&](const torch::Tensor& y) { return self_attn_->step_self(y, state, i); });
+  h = residual(
+      h, cross_attn_norm_, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& y) {
+        return cross_attn_->step_cross(y, state.cross_kv[i], state.memory_bias, cross_weights);
       });
-  h = residual(h, cross_attn_norm_, pre_norm_, dropout_, is_training(),
-               [&](const torch::Tensor& y) {
-                 return cross_attn_->step(y, state.cross_k[i], state.cross_v[i], state.memory_bias,
-                                          cross_weights);
-               });
   return residual(h, ffn_norm_, pre_norm_, dropout_, is_training(),
                   [&](const torch::Tensor& y) { return ffn_(y); });
 }
@@ -183,15 +173,42 @@ torch::Tensor DecoderLayerImpl::step(const torch::Tensor& x, TransformerState& s
 void TransformerState::select(const torch::Tensor& index) {
   reorder(index);
   const auto sentences = source_rows(index);
-  for (auto* caches : {&cross_k, &cross_v})
-    for (auto& t : *caches) t = t.index_select(0, sentences);
+  for (auto& t : cross_kv) t = t.index_select(0, sentences);
   memory_bias = memory_bias.index_select(0, sentences);
 }
 
 void TransformerState::reorder(const torch::Tensor& index) {
-  for (auto* caches : {&self_k, &self_v})
-    for (auto& t : *caches)
-      if (t.defined()) t = t.index_select(0, index);
+  if (slots.defined()) slots = slots.index_select(0, index);
+}
+
+void TransformerState::begin_step(int64_t n, const torch::Device& device) {
+  if (n > rows)
+    throw Error("decode_step: " + std::to_string(n) + " rows, more than the " +
+                std::to_string(rows) + " decoding started with");
+  if (slots.defined() && slots.size(0) != n)
+    throw Error("decode_step: " + std::to_string(n) + " rows, but the state holds " +
+                std::to_string(slots.size(0)));
+  if (length >= capacity) {
+    // Doubling keeps the copies to about one per stored step.
+    const int64_t grown = std::max<int64_t>(16, 2 * capacity);
+    for (auto& table : self_kv) {
+      if (!table.defined()) continue;
+      auto bigger = torch::empty({grown * rows, table.size(1)}, table.options());
+      bigger.narrow(0, 0, length * rows).copy_(table.narrow(0, 0, length * rows));
+      table = bigger;
+    }
+    capacity = grown;
+  }
+  const auto column =
+      torch::arange(length * rows, length * rows + n, torch::dtype(torch::kLong).device(device))
+          .view({n, 1});
+  slots = slots.defined() ? torch::cat({slots, column}, 1) : column;
+}
+
+void TransformerState::store(size_t layer, const torch::Tensor& kv) {
+  auto& table = self_kv[layer];
+  if (!table.defined()) table = torch::empty({capacity * rows, kv.size(1)}, kv.options());
+  table.narrow(0, length * rows, kv.size(0)).copy_(kv);
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_t tgt_vocab)
@@ -255,13 +272,10 @@ std::unique_ptr<DecoderState> TransformerImpl::start_decoding(const Encoded& enc
   auto state = std::make_unique<TransformerState>();
   state->group = group;
   const size_t layers = decoder_->size();
-  state->self_k.resize(layers);
-  state->self_v.resize(layers);
-  for (size_t i = 0; i < layers; ++i) {
-    auto [k, v] = decoder_[i]->as<DecoderLayer>()->memory_kv(enc.memory);
-    state->cross_k.push_back(k);
-    state->cross_v.push_back(v);
-  }
+  state->rows = enc.memory.size(0) * group;
+  state->self_kv.resize(layers);
+  for (size_t i = 0; i < layers; ++i)
+    state->cross_kv.push_back(decoder_[i]->as<DecoderLayer>()->memory_kv(enc.memory));
   state->memory_bias = enc.bias;
   return state;
 }
@@ -272,6 +286,7 @@ torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderS
   if (cast == nullptr) throw Error("decode_step: the state was not made by this Transformer");
   TransformerState& state = *cast;
   auto x = embed(tokens.view({-1, 1}), tgt_embed_, tgt_pos_, state.length);
+  state.begin_step(x.size(0), x.device());
   if (cross_weights != nullptr) cross_weights->assign(decoder_->size(), torch::Tensor());
   for (size_t i = 0; i < decoder_->size(); ++i)
     x = decoder_[i]->as<DecoderLayer>()->step(

@@ -16,6 +16,8 @@ namespace nmt {
 // Sinusoidal table [positions, d]: pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(...).
 torch::Tensor sinusoidal_table(int64_t positions, int64_t d_model);
 
+struct TransformerState;
+
 // Multi-head scaled dot-product attention. Self-attention uses one fused QKV projection;
 // cross-attention projects queries from the decoder and keys/values (fused) from the memory.
 class MultiHeadAttentionImpl : public torch::nn::Module {
@@ -27,15 +29,19 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory,
                         const torch::Tensor& bias, torch::Tensor* weights = nullptr);
 
-  // Cross-attention keys and values of a memory, [B, heads, Tk, head_dim] each: computed once per
+  // Cross-attention keys | values of a memory [B, Tk, d] -> [B, Tk, 2d]: computed once per
   // sentence for incremental decoding.
-  std::pair<torch::Tensor, torch::Tensor> memory_kv(const torch::Tensor& memory);
+  torch::Tensor memory_kv(const torch::Tensor& memory);
 
-  // One incremental step for x [N, 1, d]. Self-attention appends this position's key and value
-  // to k/v (undefined at the first step); cross-attention attends over k/v from memory_kv, which
-  // may hold one row per group of N / k.size(0) consecutive rows of x.
-  torch::Tensor step(const torch::Tensor& x, torch::Tensor& k, torch::Tensor& v,
-                     const torch::Tensor& bias, torch::Tensor* weights = nullptr);
+  // One incremental self-attention step for x [N, 1, d]: this position's keys and values go
+  // into layer `layer`'s cache in `state`, and each row attends to its prefix's positions.
+  torch::Tensor step_self(const torch::Tensor& x, TransformerState& state, size_t layer);
+
+  // One incremental cross-attention step for x [N, 1, d] over kv from memory_kv, which may hold
+  // one row per group of N / kv.size(0) consecutive rows of x. `weights`, when given, receives
+  // the probabilities [N, heads, 1, S].
+  torch::Tensor step_cross(const torch::Tensor& x, const torch::Tensor& kv,
+                           const torch::Tensor& bias, torch::Tensor* weights = nullptr);
 
  private:
   // attention_aten on head views, then the output projection.
@@ -79,17 +85,29 @@ class EncoderLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(EncoderLayer);
 
-// Incremental decoding state: per-layer attention keys/values for N hypotheses. The `group`
-// hypotheses of one source sentence (beam search) share that sentence's source-side caches,
-// stored once, not per row.
+// Incremental decoding state for N hypotheses. The `group` hypotheses of one source sentence
+// (beam search) share that sentence's source-side caches, stored once, not per row.
+//
+// Self-attention keys and values are written once, when their step runs, and never move: step
+// t's row r is row t * rows + r of each layer's table, and a hypothesis is the list of table
+// rows of its prefix (`slots`). Reordering beams or dropping finished rows gathers that small
+// index table instead of copying every layer's cache, and a step appends without a copy.
 struct TransformerState : DecoderState {
-  std::vector<torch::Tensor> self_k, self_v;    // [N, heads, t, head_dim], grown by each step
-  std::vector<torch::Tensor> cross_k, cross_v;  // [N / group, heads, S, head_dim], computed once
-  torch::Tensor memory_bias;                    // [N / group, 1, 1, S] source key-padding bias
+  std::vector<torch::Tensor> self_kv;   // per layer [capacity * rows, 2d]: keys | values
+  torch::Tensor slots;                  // [N, length] int64: table rows of each row's positions
+  int64_t rows = 0;                     // rows at the first step: later steps have no more
+  int64_t capacity = 0;                 // steps the tables hold before they grow
+  std::vector<torch::Tensor> cross_kv;  // per layer [N / group, S, 2d], computed once
+  torch::Tensor memory_bias;            // [N / group, 1, 1, S] source key-padding bias
 
   void select(const torch::Tensor& index) override;
-  // The source-side caches are identical within a group, so only the self-attention caches move.
+  // The source-side caches are identical within a group, so only the slots move.
   void reorder(const torch::Tensor& index) override;
+
+  // Before a step of n rows: room for one more step in the tables, and each row's slot for it.
+  void begin_step(int64_t n, const torch::Device& device);
+  // Layer `layer`'s keys | values [n, 2d] of the step begun.
+  void store(size_t layer, const torch::Tensor& kv);
 };
 
 class DecoderLayerImpl : public torch::nn::Module {
@@ -102,9 +120,7 @@ class DecoderLayerImpl : public torch::nn::Module {
   // One position x [N, 1, d] using and extending layer `i` of the state.
   torch::Tensor step(const torch::Tensor& x, TransformerState& state, size_t i,
                      torch::Tensor* cross_weights = nullptr);
-  std::pair<torch::Tensor, torch::Tensor> memory_kv(const torch::Tensor& memory) {
-    return cross_attn_->memory_kv(memory);
-  }
+  torch::Tensor memory_kv(const torch::Tensor& memory) { return cross_attn_->memory_kv(memory); }
 
  private:
   bool pre_norm_;

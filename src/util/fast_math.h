@@ -30,4 +30,44 @@ __attribute__((always_inline)) inline float exp_poly(float x) {
   return e * scale;
 }
 
+// Maximum, sum and dot product of n floats through Lanes partial results, folded in lane order: GCC
+// vectorizes the lanes without reordering one float reduction (which it may not do without
+// -ffast-math). Always inlined, like exp_poly, so they vectorize inside the CPU clones.
+template <int64_t Lanes>
+__attribute__((always_inline)) inline float lanes_max(const float* x, int64_t n) {
+  const int64_t body = n / Lanes * Lanes;
+  float lanes[Lanes];
+  for (int64_t l = 0; l < Lanes; ++l) lanes[l] = -__builtin_inff();
+  for (int64_t i = 0; i < body; i += Lanes)
+    for (int64_t l = 0; l < Lanes; ++l) lanes[l] = std::max(lanes[l], x[i + l]);
+  float max = -__builtin_inff();
+  for (int64_t l = 0; l < Lanes; ++l) max = std::max(max, lanes[l]);
+  for (int64_t i = body; i < n; ++i) max = std::max(max, x[i]);
+  return max;
+}
+
+template <int64_t Lanes>
+__attribute__((always_inline)) inline float lanes_sum(const float* x, int64_t n) {
+  const int64_t body = n / Lanes * Lanes;
+  float lanes[Lanes] = {};
+  for (int64_t i = 0; i < body; i += Lanes)
+    for (int64_t l = 0; l < Lanes; ++l) lanes[l] += x[i + l];
+  float sum = 0.0f;
+  for (int64_t l = 0; l < Lanes; ++l) sum += lanes[l];
+  for (int64_t i = body; i < n; ++i) sum += x[i];
+  return sum;
+}
+
+template <int64_t Lanes>
+__attribute__((always_inline)) inline float lanes_dot(const float* a, const float* b, int64_t n) {
+  const int64_t body = n / Lanes * Lanes;
+  float lanes[Lanes] = {};
+  for (int64_t i = 0; i < body; i += Lanes)
+    for (int64_t l = 0; l < Lanes; ++l) lanes[l] += a[i + l] * b[i + l];
+  float dot = 0.0f;
+  for (int64_t l = 0; l < Lanes; ++l) dot += lanes[l];
+  for (int64_t i = body; i < n; ++i) dot += a[i] * b[i];
+  return dot;
+}
+
 }  // namespace nmt
