@@ -22,8 +22,7 @@ struct DecodeFlags {
   std::string quantize;            // "" (float) or "int8": int8 output projection
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (CUDA autocast)
-  std::string parallel =
-      "auto";  // CPU threads: batches (side by side) | ops (inside each op) | auto
+  std::string parallel = "auto";   // CPU threads' work: batches | ops | auto (see --parallel)
 };
 
 // Adds --beam, --length-penalty, --batch-tokens, --threads, --parallel, --quantize, --device and

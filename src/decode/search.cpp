@@ -76,10 +76,6 @@ torch::Tensor next_logits(Seq2Seq& model, const torch::Tensor& input, DecoderSta
   return model->project(model->decode_step(input, state));
 }
 
-}  // namespace
-
-namespace {
-
 // Sixteen partial maxima or sums: GCC vectorizes these across lanes (one float reduction it may
 // not reorder without -ffast-math).
 constexpr int64_t kLanes = 16;
@@ -137,22 +133,8 @@ void offer_row(const float* __restrict x, int64_t V, Normaliser norm, float scor
   float values[kChunk];
   for (int64_t v0 = 0; v0 < V; v0 += kChunk) {
     const int64_t n = std::min(kChunk, V - v0);
-    float lanes[kLanes];
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = -INFINITY;
-    if (n == kChunk) {
-      for (int64_t v = 0; v < kChunk; ++v)
-        values[v] = ((x[v0 + v] - norm.max) - norm.log_sum) + score;
-      for (int64_t v = 0; v < kChunk; v += kLanes)
-        for (int64_t l = 0; l < kLanes; ++l) lanes[l] = std::max(lanes[l], values[v + l]);
-    } else {
-      for (int64_t v = 0; v < n; ++v) {
-        values[v] = ((x[v0 + v] - norm.max) - norm.log_sum) + score;
-        lanes[0] = std::max(lanes[0], values[v]);
-      }
-    }
-    float best = -INFINITY;
-    for (int64_t l = 0; l < kLanes; ++l) best = std::max(best, lanes[l]);
-    if (top.full() && !(best > top.threshold())) continue;
+    for (int64_t v = 0; v < n; ++v) values[v] = ((x[v0 + v] - norm.max) - norm.log_sum) + score;
+    if (top.full() && !(lanes_max<kLanes>(values, n) > top.threshold())) continue;
     for (int64_t v = 0; v < n; ++v) top.offer(values[v], offset + v0 + v);
   }
 }
