@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -170,6 +172,8 @@ TEST_F(Cuda, TrainingStepsMatchTheCpu) {
                                                         torch::optim::AdamOptions(1e-3)));
     steps.push_back(std::make_unique<TrainStep>(models.back(), *opts.back(), tc, Precision::kFp32));
   }
+  std::vector<torch::Tensor> start;
+  for (const auto& p : models[0]->parameters()) start.push_back(p.detach().clone());
   for (int s = 0; s < 3; ++s) {
     std::vector<int64_t> rows;
     for (int64_t k = 0; k < 16; ++k) rows.push_back(s * 16 + k);
@@ -183,9 +187,24 @@ TEST_F(Cuda, TrainingStepsMatchTheCpu) {
     EXPECT_NEAR(b.nll, a.nll, 1e-4 * a.nll) << "step " << s;
     EXPECT_NEAR(b.grad_norm, a.grad_norm, 1e-3 * a.grad_norm) << "step " << s;
   }
+  // Adam moves every element by about lr whatever its gradient's size, so an element whose
+  // gradient is rounding noise may move differently on the two devices (1.2e-4 after three steps
+  // on an H200). Elements must agree within half a step, and each tensor's update as a whole
+  // within 5 %; different dropout masks or a wrong gradient would move them by a whole step.
   const auto pa = models[0]->parameters(), pb = models[1]->parameters();
-  for (size_t i = 0; i < pa.size(); ++i)
-    EXPECT_LT((pb[i].cpu() - pa[i]).abs().max().item<double>(), 1e-4) << "parameter " << i;
+  double worst_element = 0, worst_ratio = 0;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const auto diff = pb[i].detach().cpu() - pa[i].detach();
+    const double element = diff.abs().max().item<double>();
+    const double ratio =
+        diff.norm().item<double>() / ((pa[i].detach() - start[i]).norm().item<double>() + 1e-12);
+    EXPECT_LT(element, 5e-4) << "parameter " << i;
+    EXPECT_LT(ratio, 5e-2) << "parameter " << i;
+    worst_element = std::max(worst_element, element);
+    worst_ratio = std::max(worst_ratio, ratio);
+  }
+  std::printf("after 3 steps: largest element difference %.3g, largest update difference %.3g\n",
+              worst_element, worst_ratio);
 }
 
 TEST_F(Cuda, GreedyAndBeamSearchMatchTheCpu) {

@@ -238,7 +238,7 @@ std::string ProcessGroup::lost_ranks() {
   std::vector<int> lost;
   try {
     impl_->store->setTimeout(std::chrono::seconds(5));
-    impl_->store->set(failure_key(rank_), {1});
+    impl_->store->set(failure_key(rank_), std::vector<uint8_t>{1});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
     for (;;) {
       lost.clear();
