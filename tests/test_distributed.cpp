@@ -110,6 +110,14 @@ TEST(LaunchEnv, ReadsTorchrunsVariables) {
     EXPECT_EQ(e.restart_count, 2);
     EXPECT_TRUE(e.under_torchrun);
   }
+  {
+    // One process: a group only where a launcher gave its address (torchrun, --nproc 1).
+    ScopedEnv clean(kNoLaunch);
+    ScopedEnv env({{"RANK", "0"}, {"WORLD_SIZE", "1"}});
+    EXPECT_FALSE(nmt::read_launch_env().distributed());
+    ScopedEnv launcher({{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}});
+    EXPECT_TRUE(nmt::read_launch_env().distributed());
+  }
   EXPECT_NE(expect_error({{"RANK", "1"}}).find("WORLD_SIZE is not set"), std::string::npos);
   EXPECT_NE(expect_error({{"RANK", "2"}, {"WORLD_SIZE", "2"}})
                 .find("RANK=2: expected an integer in [0, 1]"),
@@ -167,6 +175,22 @@ TEST(DataParallel, TwoProcessesTrainLikeOneWithTwiceTheAccumulation) {
   std::printf("[          ] largest relative loss difference over %d steps: %.3g\n", kSteps, worst);
   // Only rank 0 writes: one metrics file, one set of checkpoints.
   EXPECT_TRUE(nmt::file_exists(dir / "two/checkpoints/ckpt-00000030/model.pt"));
+
+  // torchrun with one process makes a group of one (as PyTorch's DDP does: the path NCCL takes
+  // on one GPU) and trains exactly like no launcher: the same losses and weights, bit for bit.
+  auto single = run_command("scripts/torchrun --nproc_per_node 1 --master_port " +
+                            std::to_string(nmt::free_loopback_port()) + " --no_python " +
+                            nmt_test::nmt_binary() + train_args(dir, "single", kSteps) + vocab +
+                            " --set train.accum_steps=2 2>&1");
+  ASSERT_EQ(single.status, 0) << single.output;
+  const auto single_log = nmt_test::read_text(dir / "single/train.log");
+  EXPECT_NE(single_log.find("data-parallel: 1 process (gloo), this is rank 0"), std::string::npos)
+      << single_log;
+  const auto c = nmt::read_metrics(dir / "single/metrics.jsonl").train;
+  ASSERT_EQ(c.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].loss, c[i].loss) << "step " << a[i].step;
+  EXPECT_TRUE(nmt_test::read_text(dir / "one/checkpoints/ckpt-00000030/model.pt") ==
+              nmt_test::read_text(dir / "single/checkpoints/ckpt-00000030/model.pt"));
 }
 
 namespace {
@@ -281,4 +305,37 @@ TEST(DataParallel, TorchrunRestartResumesFromTheNewestCheckpoint) {
   ASSERT_EQ(steps.size(), 20u);
   EXPECT_EQ(steps.back().first, 20);
   EXPECT_TRUE(nmt::file_exists(f.dir / "run/checkpoints/ckpt-00000020/model.pt"));
+}
+
+// Several machines, as two torchrun agents on this one (--nnodes 2, one process each, static
+// rendezvous at node 0's address): the same group and the same training as one node's two
+// processes, bit for bit.
+TEST(DataParallel, TwoTorchrunNodesTrainLikeOneNodeWithTwoProcesses) {
+  Fixture f;
+  const std::string args = f.vocab + " --set train.dist_timeout=60";
+  auto local = run_command(nmt_bin() + train_args(f.dir, "local", 10) + args + " --nproc 2 2>&1");
+  ASSERT_EQ(local.status, 0) << local.output;
+  const std::string port = std::to_string(nmt::free_loopback_port());
+  const auto agent = [&](int node) {
+    return "timeout 120 scripts/torchrun --nnodes 2 --node_rank " + std::to_string(node) +
+           " --nproc_per_node 1 --master_addr 127.0.0.1 --master_port " + port + " --no_python " +
+           nmt_test::nmt_binary() + train_args(f.dir, "nodes", 10) + args + " > " +
+           (f.dir / ("node" + std::to_string(node) + ".out")) + " 2>&1";
+  };
+  const std::string script =
+      agent(1) + " & N1=$!; " + agent(0) + "; echo node0 $?; wait $N1; echo node1 $?";
+  nmt_test::write_text(f.dir / "nodes.sh", script);
+  const auto r = run_command("NMT_DEBUG_CHECK_REPLICAS=1 bash " + (f.dir / "nodes.sh"));
+  EXPECT_NE(r.output.find("node0 0\nnode1 0"), std::string::npos)
+      << r.output << nmt_test::read_text(f.dir / "node0.out")
+      << nmt_test::read_text(f.dir / "node1.out");
+  const auto log = nmt_test::read_text(f.dir / "nodes/train.log");
+  EXPECT_NE(log.find("data-parallel: 2 processes (gloo), this is rank 0"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("bitwise identical after each of 10 steps"), std::string::npos) << log;
+  const auto a = losses_of(f.dir / "local/metrics.jsonl");
+  ASSERT_EQ(a.size(), 10u);
+  EXPECT_EQ(a, losses_of(f.dir / "nodes/metrics.jsonl"));
+  EXPECT_TRUE(nmt_test::read_text(f.dir / "local/checkpoints/ckpt-00000010/model.pt") ==
+              nmt_test::read_text(f.dir / "nodes/checkpoints/ckpt-00000010/model.pt"));
 }

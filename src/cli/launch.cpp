@@ -66,7 +66,8 @@ int launch_local_workers(int nproc) {
         "WORLD_SIZE is set)");
   const auto args = without_nproc(own_arguments());
   const std::string port = std::to_string(free_loopback_port());
-  spdlog::info("--nproc {}: starting {} workers, store 127.0.0.1:{}", nproc, nproc, port);
+  spdlog::info("--nproc {}: starting {} worker{}, store 127.0.0.1:{}", nproc, nproc,
+               nproc == 1 ? "" : "s", port);
 
   // Workers run in their own process group: a terminal's Ctrl-C reaches this launcher only,
   // which forwards it once (a second SIGINT means "exit at once" to a worker).

@@ -73,9 +73,9 @@ LaunchEnv read_launch_env() {
   env.rank = env_int("RANK", 0, env.world_size - 1);
   env.local_rank = env_or_null("LOCAL_RANK") ? env_int("LOCAL_RANK", 0, env.world_size - 1) : 0;
   env.under_torchrun = env_or_null("TORCHELASTIC_RUN_ID") != nullptr;
-  if (!env.distributed()) return env;
   const char* addr = env_or_null("MASTER_ADDR");
-  if (addr == nullptr) throw Error("MASTER_ADDR is not set (torchrun sets it; WORLD_SIZE > 1)");
+  if (env.world_size == 1 && addr == nullptr) return env;  // one process, no launcher
+  if (addr == nullptr) throw Error("MASTER_ADDR is not set (torchrun sets it)");
   env.master_addr = addr;
   env.master_port = env_int("MASTER_PORT", 1, 65535);
   if (const char* v = env_or_null("TORCHELASTIC_USE_AGENT_STORE"))

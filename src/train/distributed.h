@@ -24,7 +24,10 @@ struct LaunchEnv {
   bool agent_store = false;     // torchrun's agent hosts the store: every rank is a client
   int restart_count = 0;        // torchrun restarts so far (0 on the first attempt)
   bool under_torchrun = false;  // TORCHELASTIC_RUN_ID is set
-  bool distributed() const { return world_size > 1; }
+  // A process group is made for two or more processes, and for one where a launcher gave its
+  // address (torchrun or --nproc with one process, as torch.distributed's env:// does), so
+  // `torchrun --nproc-per-node 1` runs the collectives (NCCL on one GPU).
+  bool distributed() const { return world_size > 1 || !master_addr.empty(); }
 };
 
 // Reads the launch variables; none set means one process. Throws Error naming a variable that is

@@ -161,8 +161,9 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
   std::function<void()> wait_for_main;
   if (env_.distributed()) {
     group_ = std::make_unique<ProcessGroup>(env_, device_, std::chrono::seconds(tc_.dist_timeout));
-    spdlog::info("data-parallel: {} processes ({}), this is rank {}, store {}:{}{}",
-                 env_.world_size, group_->backend(), env_.rank, env_.master_addr, env_.master_port,
+    spdlog::info("data-parallel: {} process{} ({}), this is rank {}, store {}:{}{}",
+                 env_.world_size, env_.world_size == 1 ? "" : "es", group_->backend(), env_.rank,
+                 env_.master_addr, env_.master_port,
                  env_.under_torchrun ? ", launched by torchrun" : "");
     check_same_on_all_ranks(*group_, config_to_json(config_), "config");
     wait_for_main = [this] { group_->barrier(); };
