@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "config/config.h"
+#include "helpers.h"
 #include "model/quantize.h"
 #include "model/transformer.h"
 #include "text/spm.h"
@@ -164,6 +167,13 @@ TEST(Int8, LinearIsCloseToFloat) {
   const double rel = ((got - expected).norm() / expected.norm()).item<double>();
   EXPECT_LT(rel, 0.02) << "relative error " << rel;
   EXPECT_GT(rel, 0.0);  // it really is quantized
+  std::printf("[          ] %d-bit activations, relative error %.4g\n",
+              int8_reduced_range() ? 7 : 8, rel);
+#if defined(__x86_64__)
+  // 7 bits exactly where the CPU lacks AVX-512 VNNI (its int8 sums saturate otherwise).
+  const bool vnni = nmt_test::read_text("/proc/cpuinfo").find(" avx512_vnni") != std::string::npos;
+  EXPECT_EQ(int8_reduced_range(), !vnni);
+#endif
 }
 
 // A quantized model ranks the vocabulary almost as the float model does, tied or untied.

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "model/device.h"
+#include "model/quantize.h"
 #include "util/blas.h"
 #include "util/util.h"
 
@@ -60,7 +61,8 @@ LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& 
   if (device.is_cpu()) spdlog::info("GEMM backend: {}", blas_description());
   if (int8) {
     m.model->quantize_int8();
-    spdlog::info("output projection quantized to int8 (dynamic)");
+    spdlog::info("output projection quantized to int8 (dynamic, {}-bit activations)",
+                 int8_reduced_range() ? "7" : "8");
   }
   return m;
 }

@@ -12,9 +12,13 @@ namespace nmt {
 // build has none.
 c10::IValue pack_int8(const torch::Tensor& weight, const torch::Tensor& bias);
 
-// x W^T + b with W from pack_int8: x is quantized to 8 bits per call (dynamic quantization) and
-// the product accumulates in int32. x [..., in], float.
+// x W^T + b with W from pack_int8: x is quantized to 8 bits per call (dynamic quantization), or
+// to 7 where int8_reduced_range(), and the product accumulates in int32. x [..., in], float.
 torch::Tensor int8_linear(const torch::Tensor& x, const c10::IValue& packed);
+
+// Whether int8_linear quantizes activations to 7 bits: on x86 CPUs without AVX-512 VNNI, whose
+// int8 kernels saturate 16-bit sums of products.
+bool int8_reduced_range();
 
 // A model's output layer x W^T (no bias), W its tied embedding or its own matrix, in float or,
 // after quantize(), in int8 (inference only).
