@@ -70,8 +70,7 @@ bool int8_reduced_range() {
 torch::Tensor int8_linear(const torch::Tensor& x, const c10::IValue& packed) {
   const auto in = x.contiguous().view({-1, x.size(-1)});
   static const auto linear = find_op("quantized::linear_dynamic");
-  static const bool reduce_range = int8_reduced_range();
-  auto y = call_op(linear, {in, packed, reduce_range}).toTensor();
+  auto y = call_op(linear, {in, packed, int8_reduced_range()}).toTensor();
   auto sizes = x.sizes().vec();
   sizes.back() = y.size(-1);
   return y.view(sizes);
