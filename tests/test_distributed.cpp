@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "helpers.h"
 #include "train/distributed.h"
@@ -338,4 +339,73 @@ TEST(DataParallel, TwoTorchrunNodesTrainLikeOneNodeWithTwoProcesses) {
   EXPECT_EQ(a, losses_of(f.dir / "nodes/metrics.jsonl"));
   EXPECT_TRUE(nmt_test::read_text(f.dir / "local/checkpoints/ckpt-00000010/model.pt") ==
               nmt_test::read_text(f.dir / "nodes/checkpoints/ckpt-00000010/model.pt"));
+}
+
+// Set-up errors, each one line on every rank that sees it, well within train.dist_timeout:
+// world sizes that differ (either way round), configs that differ, a master that never comes,
+// a rank that never comes, and a port in use.
+TEST(DataParallel, SetUpErrorsAreOneClearLineWellWithinTheTimeout) {
+  Fixture f;
+  // Runs `before` (shell), then starts the ranks at once ("RANK WORLD_SIZE extra arguments"
+  // each) on `port`; returns each rank's output (ending "rc STATUS").
+  const auto start = [&](const std::string& name, const std::vector<std::string>& ranks,
+                         int timeout, int port, const std::string& before = "") {
+    std::string script = before + "s=$(date +%s%N); P=; ";
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const auto w = nmt::split(ranks[i], ' ');
+      std::string extra;
+      for (size_t k = 2; k < w.size(); ++k) extra += " " + w[k];
+      const std::string out = f.dir / (name + std::to_string(i) + ".out");
+      script += "(MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " RANK=" + w[0] +
+                " WORLD_SIZE=" + w[1] + " " + nmt_bin() + train_args(f.dir, name, 5) + f.vocab +
+                " --set train.dist_timeout=" + std::to_string(timeout) + extra + " > " + out +
+                " 2>&1; echo rc $? >> " + out + ") & P=\"$P $!\"; ";
+    }
+    script += "wait $P; echo $(( ($(date +%s%N) - s) / 1000000 ))";
+    nmt_test::write_text(f.dir / (name + ".sh"), script);
+    const auto r = run_command("bash " + (f.dir / (name + ".sh")));
+    EXPECT_EQ(r.status, 0) << r.output;
+    const double seconds = std::stod(nmt::split(nmt::trim(r.output), '\n').back()) / 1000.0;
+    // A short timeout is for the ranks that wait it out; a long one must not be waited out.
+    EXPECT_LT(seconds, timeout < 10 ? timeout + 4.0 : timeout / 2.0) << name;
+    std::printf("[          ] %s: all ranks exited in %.2f s\n", name.c_str(), seconds);
+    std::vector<std::string> outs;
+    for (size_t i = 0; i < ranks.size(); ++i)
+      outs.push_back(nmt_test::read_text(f.dir / (name + std::to_string(i) + ".out")));
+    return outs;
+  };
+  const auto expect_line = [](const std::string& out, const std::string& line) {
+    EXPECT_NE(out.find("nmt: error: " + line), std::string::npos) << out;
+    EXPECT_NE(out.find("rc 1\n"), std::string::npos) << out;
+  };
+  const std::string same = ": every rank must be started with the same WORLD_SIZE";
+  auto o = start("sizes", {"0 2", "1 3"}, 60, nmt::free_loopback_port());
+  expect_line(o[0], "rank 0: WORLD_SIZE is 2 here but 3 on rank 1" + same);
+  expect_line(o[1], "rank 1: WORLD_SIZE is 3 here but 2 on rank 0" + same);
+  o = start("sizes_reversed", {"0 3", "1 2"}, 60, nmt::free_loopback_port());
+  expect_line(o[0], "rank 0: WORLD_SIZE is 3 here but 2 on rank 1" + same);
+  expect_line(o[1], "rank 1: WORLD_SIZE is 2 here but 3 on rank 0" + same);
+  o = start("configs", {"0 2", "1 2 --set train.seed=7"}, 60, nmt::free_loopback_port());
+  for (const auto& out : o)
+    expect_line(out,
+                "rank 1's config differs from rank 0's: every rank must be started with "
+                "the same config");
+  const int port = nmt::free_loopback_port();
+  const std::string at = "cannot meet the other ranks at 127.0.0.1:" + std::to_string(port) +
+                         " (MASTER_ADDR:MASTER_PORT) within 4 s: ";
+  o = start("no_master", {"1 2"}, 4, port);
+  expect_line(o[0], "rank 1: " + at);
+  o = start("no_worker", {"0 2"}, 4, port);
+  expect_line(o[0], "rank 0: " + at + "rank 1 did not join");
+  // Another program listens on the port (until this test's script ends).
+  const std::string ready = f.dir / "listening";
+  o = start("busy", {"0 2"}, 4, port,
+            "python3 -c \"import socket,time; s=socket.socket(); s.bind(('127.0.0.1'," +
+                std::to_string(port) + ")); s.listen(); open('" + ready +
+                "','w').close(); time.sleep(60)\" & L=$!; trap 'kill $L' EXIT; " + "until [ -e " +
+                ready + " ]; do sleep 0.05; done; ");
+  expect_line(o[0], "rank 0: " + at);
+  EXPECT_NE(o[0].find("Address already in use"), std::string::npos) << o[0];
+  for (const char* name : {"sizes", "sizes_reversed", "configs"})
+    EXPECT_FALSE(std::filesystem::exists(f.dir / (std::string(name) + "/checkpoints"))) << name;
 }

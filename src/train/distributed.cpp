@@ -115,6 +115,55 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
+std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+
+// Every rank posts its WORLD_SIZE and compares it with rank 0's before the backend's own
+// rendezvous, which waits out the whole timeout for ranks that a wrong size expects.
+void check_world_size(c10d::Store& store, const LaunchEnv& env, std::chrono::seconds timeout,
+                      const std::string& endpoint) {
+  const std::string key = "nmt/world_size/";
+  const std::string me = "rank " + std::to_string(env.rank) + ": ";
+  const auto mismatch = [&](int rank, const std::string& theirs) {
+    return Error(me + "WORLD_SIZE is " + std::to_string(env.world_size) + " here but " + theirs +
+                 " on rank " + std::to_string(rank) +
+                 ": every rank must be started with the same WORLD_SIZE");
+  };
+  store.set(key + std::to_string(env.rank), bytes_of(std::to_string(env.world_size)));
+  const auto size_of = [&](int rank) {
+    const auto v = store.get(key + std::to_string(rank));
+    return std::string(v.begin(), v.end());
+  };
+  if (env.rank != 0) {
+    const std::string theirs = size_of(0);
+    if (theirs != std::to_string(env.world_size)) throw mismatch(0, theirs);
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<int> missing;
+  for (int r = 1; r < env.world_size; ++r) missing.push_back(r);
+  while (!missing.empty()) {
+    std::vector<int> still;
+    for (const int r : missing) {
+      if (!store.check({key + std::to_string(r)})) {
+        still.push_back(r);
+        continue;
+      }
+      const std::string theirs = size_of(r);
+      if (theirs != std::to_string(env.world_size)) throw mismatch(r, theirs);
+    }
+    missing = std::move(still);
+    if (missing.empty()) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::string ranks;
+      for (const int r : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      throw Error(me + "cannot meet the other ranks at " + endpoint +
+                  " (MASTER_ADDR:MASTER_PORT) within " + std::to_string(timeout.count()) +
+                  " s: rank" + (missing.size() > 1 ? "s " : " ") + ranks + " did not join");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 }  // namespace
 
 ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
@@ -129,13 +178,17 @@ ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
     // namespace of its own per restart (as torch.distributed does it).
     opts.isServer = env.rank == 0 && !env.agent_store;
     if (!env.agent_store) opts.numWorkers = static_cast<size_t>(env.world_size);
-    opts.waitWorkers = !env.agent_store;
+    // check_world_size waits for the workers instead, and also sees a wrong WORLD_SIZE.
+    opts.waitWorkers = false;
     opts.timeout = timeout;
     auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
     impl_->store = env.agent_store
                        ? c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::PrefixStore>(
                              "/worker/attempt_" + std::to_string(env.restart_count), tcp))
                        : c10::intrusive_ptr<c10d::Store>(tcp);
+    check_world_size(*impl_->store, env, timeout, endpoint);
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
     throw Error("rank " + std::to_string(env.rank) + ": cannot meet the other ranks at " +
                 endpoint + " (MASTER_ADDR:MASTER_PORT) within " + std::to_string(timeout.count()) +
