@@ -402,7 +402,7 @@ TEST(DataParallel, SetUpErrorsAreOneClearLineWellWithinTheTimeout) {
   o = start("busy", {"0 2"}, 4, port,
             "python3 -c \"import socket,time; s=socket.socket(); s.bind(('127.0.0.1'," +
                 std::to_string(port) + ")); s.listen(); open('" + ready +
-                "','w').close(); time.sleep(60)\" & L=$!; trap 'kill $L' EXIT; " + "until [ -e " +
+                "','w').close(); time.sleep(60)\" & L=$!; trap 'kill $L' EXIT; until [ -e " +
                 ready + " ]; do sleep 0.05; done; ");
   expect_line(o[0], "rank 0: " + at);
   EXPECT_NE(o[0].find("Address already in use"), std::string::npos) << o[0];

@@ -117,25 +117,33 @@ bool is_loopback(const std::string& addr) {
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
+// The rendezvous did not complete: why, after the address and the time it was given.
+Error cannot_meet(const LaunchEnv& env, const std::string& endpoint, std::chrono::seconds timeout,
+                  const std::string& why) {
+  return Error("rank " + std::to_string(env.rank) + ": cannot meet the other ranks at " + endpoint +
+               " (MASTER_ADDR:MASTER_PORT) within " + std::to_string(timeout.count()) +
+               " s: " + why);
+}
+
 // Every rank posts its WORLD_SIZE and compares it with rank 0's before the backend's own
 // rendezvous, which waits out the whole timeout for ranks that a wrong size expects.
 void check_world_size(c10d::Store& store, const LaunchEnv& env, std::chrono::seconds timeout,
                       const std::string& endpoint) {
   const std::string key = "nmt/world_size/";
-  const std::string me = "rank " + std::to_string(env.rank) + ": ";
+  const std::string mine = std::to_string(env.world_size);
   const auto mismatch = [&](int rank, const std::string& theirs) {
-    return Error(me + "WORLD_SIZE is " + std::to_string(env.world_size) + " here but " + theirs +
-                 " on rank " + std::to_string(rank) +
+    return Error("rank " + std::to_string(env.rank) + ": WORLD_SIZE is " + mine + " here but " +
+                 theirs + " on rank " + std::to_string(rank) +
                  ": every rank must be started with the same WORLD_SIZE");
   };
-  store.set(key + std::to_string(env.rank), bytes_of(std::to_string(env.world_size)));
+  store.set(key + std::to_string(env.rank), bytes_of(mine));
   const auto size_of = [&](int rank) {
     const auto v = store.get(key + std::to_string(rank));
     return std::string(v.begin(), v.end());
   };
   if (env.rank != 0) {
     const std::string theirs = size_of(0);
-    if (theirs != std::to_string(env.world_size)) throw mismatch(0, theirs);
+    if (theirs != mine) throw mismatch(0, theirs);
     return;
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -149,16 +157,16 @@ void check_world_size(c10d::Store& store, const LaunchEnv& env, std::chrono::sec
         continue;
       }
       const std::string theirs = size_of(r);
-      if (theirs != std::to_string(env.world_size)) throw mismatch(r, theirs);
+      if (theirs != mine) throw mismatch(r, theirs);
     }
     missing = std::move(still);
     if (missing.empty()) break;
     if (std::chrono::steady_clock::now() > deadline) {
       std::string ranks;
       for (const int r : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-      throw Error(me + "cannot meet the other ranks at " + endpoint +
-                  " (MASTER_ADDR:MASTER_PORT) within " + std::to_string(timeout.count()) +
-                  " s: rank" + (missing.size() > 1 ? "s " : " ") + ranks + " did not join");
+      throw cannot_meet(
+          env, endpoint, timeout,
+          "rank" + std::string(missing.size() > 1 ? "s " : " ") + ranks + " did not join");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -190,9 +198,7 @@ ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw Error("rank " + std::to_string(env.rank) + ": cannot meet the other ranks at " +
-                endpoint + " (MASTER_ADDR:MASTER_PORT) within " + std::to_string(timeout.count()) +
-                " s: " + error_text(e));
+    throw cannot_meet(env, endpoint, timeout, error_text(e));
   }
   try {
     if (device.is_cuda()) {
