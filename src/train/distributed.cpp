@@ -117,12 +117,14 @@ bool is_loopback(const std::string& addr) {
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
-// The rendezvous did not complete: why, after the address and the time it was given.
+// The rendezvous did not complete: why, after the address, and the time it was given when it
+// was waited out (a port in use fails at once, and is no timeout).
 Error cannot_meet(const LaunchEnv& env, const std::string& endpoint, std::chrono::seconds timeout,
-                  const std::string& why) {
+                  bool waited_out, const std::string& why) {
   return Error("rank " + std::to_string(env.rank) + ": cannot meet the other ranks at " + endpoint +
-               " (MASTER_ADDR:MASTER_PORT) within " + std::to_string(timeout.count()) +
-               " s: " + why);
+               " (MASTER_ADDR:MASTER_PORT)" +
+               (waited_out ? " within " + std::to_string(timeout.count()) + " s" : "") + ": " +
+               why);
 }
 
 // Every rank posts its WORLD_SIZE and compares it with rank 0's before the backend's own
@@ -165,7 +167,7 @@ void check_world_size(c10d::Store& store, const LaunchEnv& env, std::chrono::sec
       std::string ranks;
       for (const int r : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
       throw cannot_meet(
-          env, endpoint, timeout,
+          env, endpoint, timeout, true,
           "rank" + std::string(missing.size() > 1 ? "s " : " ") + ranks + " did not join");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -179,6 +181,7 @@ ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
     : impl_(std::make_unique<Impl>()), rank_(env.rank), size_(env.world_size), device_(device) {
   agent_store_ = env.agent_store;
   const std::string endpoint = env.master_addr + ":" + std::to_string(env.master_port);
+  const auto started = std::chrono::steady_clock::now();
   try {
     c10d::TCPStoreOptions opts;
     opts.port = static_cast<uint16_t>(env.master_port);
@@ -198,7 +201,10 @@ ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw cannot_meet(env, endpoint, timeout, error_text(e));
+    // The store's own timeouts end a little early or late; half the timeout tells them apart
+    // from a refusal at once.
+    const bool waited_out = std::chrono::steady_clock::now() - started > timeout / 2.0;
+    throw cannot_meet(env, endpoint, timeout, waited_out, error_text(e));
   }
   try {
     if (device.is_cuda()) {
