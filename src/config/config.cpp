@@ -188,7 +188,8 @@ void visit(TrainConfig& c, V& v) {
     "fp32 | bf16 | fp16: mixed precision by CUDA autocast, weights and Adam state stay fp32, the "
     "loss in fp32; fp16 adds dynamic loss scaling",
     one_of({"fp32", "bf16", "fp16"}));
-  v("log_every", c.log_every, "steps between log lines and metrics.jsonl rows", at_least(1));
+  v("log_every", c.log_every, "steps between log lines and metrics.jsonl rows, plus one at the end",
+    at_least(1));
   v("save_every", c.save_every, "steps between checkpoints (a final one is always written)",
     at_least(1));
   v("keep_last", c.keep_last, "checkpoints kept under DIR/checkpoints", at_least(1));

@@ -117,6 +117,7 @@ class Trainer {
   Clock::time_point session_start_;
   double elapsed_before_ = 0;
   int64_t last_saved_step_ = -1;
+  int64_t logged_step_ = -1;  // the step of the last training row
   int64_t out_of_memory_total_ = 0;
   // Test hook (NMT_DEBUG_CHECK_REPLICAS=1): compare the ranks' weights bit for bit every step.
   bool check_replicas_ = false;
@@ -315,6 +316,7 @@ void Trainer::skipped(const StepResult& result) {
 void Trainer::log_row() {
   const double step_avg = elapsed() / std::max<double>(1.0, static_cast<double>(state_.step));
   const TrainRow row = interval_.close(state_.step, stream_->epoch() + 1, elapsed());
+  logged_step_ = state_.step;
   clear_progress();
   spdlog::info(
       "step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | {:.0f} tgt tok/s | "
@@ -441,6 +443,7 @@ void Trainer::run() {
   model_->train();
   session_start_ = Clock::now();
   interval_ = Interval();
+  logged_step_ = state_.step;
   StopSignals signals;
   const auto nan_steps = debug_steps("NMT_DEBUG_NAN_STEPS");
   const auto oom_steps = debug_steps("NMT_DEBUG_OOM_STEPS");
@@ -506,6 +509,9 @@ void Trainer::run() {
   if (time_up)
     spdlog::info("train.max_time: the budget of {} is spent at step {} (training time {})",
                  format_duration(tc_.max_time.seconds), state_.step, format_duration(elapsed()));
+  // The steps since the last row (a budget or max_steps off the log_every grid), so that
+  // metrics.jsonl and the curves reach the last step.
+  if (logged_step_ != state_.step) log_row();
   if (state_.validated_step != state_.step) validate();
   if (last_saved_step_ != state_.step) save();
   if (tc_.average_last > 0) average();
