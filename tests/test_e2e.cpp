@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
+#include "train/metrics_log.h"
 #include "train/schedule.h"
 #include "util/blas.h"
 
@@ -302,15 +303,15 @@ TEST(EndToEnd, TimeBudgetStopsTrainingAcrossResumes) {
   EXPECT_LT(st["elapsed_s"].get<double>(), 3.0 + 30.0);
   EXPECT_EQ(st["validated_step"].get<int64_t>(), first_steps);  // the final validation
   // A final training row holds the steps after the last log_every row (a budget rarely ends on
-  // that grid), so metrics.jsonl and the curves reach the last step.
-  auto last_train_row = [&] {
-    json last;
-    for (const auto& row : metrics_rows(run + "/metrics.jsonl"))
-      if (row.contains("loss")) last = row;
-    return last;
+  // that grid), so metrics.jsonl and the curves reach the last step (read as the curves read it).
+  const auto last_train_row = [&] {
+    const auto train = nmt::read_metrics(run + "/metrics.jsonl").train;
+    EXPECT_FALSE(train.empty());
+    return train.empty() ? nmt::TrainRow{} : train.back();
   };
-  EXPECT_EQ(last_train_row()["step"].get<int64_t>(), first_steps);
-  EXPECT_GE(last_train_row()["elapsed_s"].get<double>(), 3.0);
+  const nmt::TrainRow first_last = last_train_row();
+  EXPECT_EQ(first_last.step, first_steps);
+  EXPECT_GE(first_last.elapsed_s, 3.0);
   // The ETA of each log line is the budget left, never more than the budget.
   size_t eta_lines = 0;
   for (size_t pos = 0; (pos = r.output.find("| ETA 0:00:0", pos)) != std::string::npos; ++pos) {
@@ -327,7 +328,7 @@ TEST(EndToEnd, TimeBudgetStopsTrainingAcrossResumes) {
   const int64_t second_steps = st["step"].get<int64_t>();
   EXPECT_GT(second_steps, first_steps);
   EXPECT_GE(st["elapsed_s"].get<double>(), 5.0);
-  EXPECT_EQ(last_train_row()["step"].get<int64_t>(), second_steps);
+  EXPECT_EQ(last_train_row().step, second_steps);
 
   // A spent budget: nothing more to train, validate or save.
   const size_t rows_before = metrics_rows(run + "/metrics.jsonl").size();
