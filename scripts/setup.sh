@@ -15,6 +15,7 @@ PACKAGES=(
   libsentencepiece-dev sentencepiece
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
+  iproute2                # ip netns: the two-machine data-parallel test (scripts/two_machines.sh)
   python3-torch python3-sentencepiece  # reference scripts: golden fixtures, the PyTorch peer
 )
 

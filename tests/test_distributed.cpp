@@ -341,6 +341,42 @@ TEST(DataParallel, TwoTorchrunNodesTrainLikeOneNodeWithTwoProcesses) {
               nmt_test::read_text(f.dir / "nodes/checkpoints/ckpt-00000010/model.pt"));
 }
 
+// Two machines made of this one (scripts/two_machines.sh: two network namespaces joined by a
+// virtual link, each with its own host name and /etc/hosts, where a machine's own name is
+// 127.0.1.1 as Debian's installer writes it), one torchrun agent on each, the master address
+// node 0's host name, with the static and the c10d rendezvous. Gloo must listen where the other
+// machine reaches it (torch.distributed's default, the host name's address, is 127.0.1.1 here
+// and fails), and the run must equal `--nproc 2` on one machine.
+TEST(DataParallel, TwoMachinesOverAVirtualNetworkTrainLikeOneMachine) {
+  Fixture f;
+  const std::string args = f.vocab + " --set train.dist_timeout=60";
+  auto local = run_command(nmt_bin() + train_args(f.dir, "local", 10) + args + " --nproc 2 2>&1");
+  ASSERT_EQ(local.status, 0) << local.output;
+  const auto expected = losses_of(f.dir / "local/metrics.jsonl");
+  ASSERT_EQ(expected.size(), 10u);
+  for (const std::string rdzv : {"static", "c10d"}) {
+    const auto r =
+        run_command("NMT_DEBUG_CHECK_REPLICAS=1 RDZV=" + rdzv +
+                    " TIMEOUT=240 NMT=" + nmt_test::nmt_binary() + " LOGS=" + (f.dir / rdzv) +
+                    " scripts/two_machines.sh" + train_args(f.dir, rdzv, 10) + args + " 2>&1");
+    if (r.status == 77) GTEST_SKIP() << r.output;
+    const auto nodes = nmt_test::read_text(f.dir / (rdzv + ".node0.out")) +
+                       nmt_test::read_text(f.dir / (rdzv + ".node1.out"));
+    ASSERT_NE(r.output.find("node0 0\nnode1 0"), std::string::npos) << rdzv << r.output << nodes;
+    const auto log = nmt_test::read_text(f.dir / (rdzv + "/train.log"));
+    EXPECT_NE(log.find("data-parallel: 2 processes (gloo), this is rank 0, store machine"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("gloo: rank 0 at tcp"), std::string::npos) << log;
+    EXPECT_EQ(log.find("addr=[127."), std::string::npos) << log;
+    EXPECT_NE(log.find("bitwise identical after each of 10 steps"), std::string::npos) << log;
+    EXPECT_EQ(losses_of(f.dir / (rdzv + "/metrics.jsonl")), expected) << rdzv;
+    EXPECT_TRUE(nmt_test::read_text(f.dir / "local/checkpoints/ckpt-00000010/model.pt") ==
+                nmt_test::read_text(f.dir / (rdzv + "/checkpoints/ckpt-00000010/model.pt")))
+        << rdzv;
+  }
+}
+
 // Set-up errors, each one line on every rank that sees it, well within train.dist_timeout:
 // world sizes that differ (either way round), configs that differ, a master that never comes,
 // a rank that never comes, and a port in use.

@@ -9,6 +9,14 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <thread>
@@ -117,6 +125,95 @@ bool is_loopback(const std::string& addr) {
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
+#ifdef NMT_WITH_GLOO
+// The text form of an IPv4 or IPv6 socket address ("" for other families).
+std::string ip_text(const sockaddr* a) {
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* ip = nullptr;
+  if (a->sa_family == AF_INET) ip = &reinterpret_cast<const sockaddr_in*>(a)->sin_addr;
+  if (a->sa_family == AF_INET6) ip = &reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr;
+  if (ip == nullptr || ::inet_ntop(a->sa_family, ip, text, sizeof(text)) == nullptr) return "";
+  return text;
+}
+
+// The address this machine sends from to reach host:port (the source address of its route),
+// or "" when there is none. Of the addresses a name resolves to (127.0.1.1 and the real one, on
+// the machine it names), the first reached from a non-loopback address wins. Connecting a UDP
+// socket sends nothing: it only chooses the route.
+std::string address_towards(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return "";
+  std::string local;
+  for (const addrinfo* a = found; a != nullptr && (local.empty() || is_loopback(local));
+       a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    sockaddr_storage self{};
+    socklen_t size = sizeof(self);
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &size) == 0)
+      if (const auto ip = ip_text(reinterpret_cast<const sockaddr*>(&self));
+          local.empty() || !is_loopback(ip))
+        local = ip;
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return local;
+}
+
+// The name of the first interface that is up and not a loopback, one with IPv4 before one with
+// only IPv6 (link-local left out), as NCCL chooses by default; "" when there is none.
+std::string first_network_interface() {
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return "";
+  std::string v4, v6;
+  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || (i->ifa_flags & IFF_UP) == 0 ||
+        (i->ifa_flags & IFF_LOOPBACK) != 0)
+      continue;
+    const std::string ip = ip_text(i->ifa_addr);
+    if (i->ifa_addr->sa_family == AF_INET && v4.empty()) v4 = i->ifa_name;
+    if (i->ifa_addr->sa_family == AF_INET6 && v6.empty() && ip.rfind("fe80", 0) != 0)
+      v6 = i->ifa_name;
+  }
+  ::freeifaddrs(all);
+  return v4.empty() ? v6 : v4;
+}
+
+// Gloo's network device. torch.distributed's default is the address the host name resolves to,
+// which on many machines (Debian's /etc/hosts among them: 127.0.1.1) is a loopback address:
+// the ranks on other machines are then told to connect to 127.x and cannot. nmt takes the
+// address this machine reaches the master from, which the other machines can reach too; on the
+// master's own machine, whose name may resolve to a loopback address there, its first network
+// interface. GLOO_SOCKET_IFNAME overrides both, as in torch.distributed.
+std::shared_ptr<gloo::transport::Device> gloo_device(const LaunchEnv& env, std::string& how) {
+  if (const char* ifname = env_or_null("GLOO_SOCKET_IFNAME")) {
+    how = std::string("GLOO_SOCKET_IFNAME=") + ifname;
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  }
+  if (is_loopback(env.master_addr)) {
+    how = "MASTER_ADDR is a loopback address";
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  const std::string local = address_towards(env.master_addr, env.master_port);
+  if (!local.empty() && !is_loopback(local)) {
+    how = "the address that reaches MASTER_ADDR " + env.master_addr;
+    return c10d::ProcessGroupGloo::createDeviceForHostname(local);
+  }
+  const std::string name = first_network_interface();
+  if (!name.empty()) {
+    how = "MASTER_ADDR " + env.master_addr + " is this machine" +
+          (local.empty() ? "" : " (" + local + ")") + "; its first network interface, " + name;
+    return c10d::ProcessGroupGloo::createDeviceForInterface(name);
+  }
+  how = "MASTER_ADDR " + env.master_addr + " is this machine, which has no other interface";
+  return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+}
+#endif
+
 // The rendezvous did not complete: why, after the address, and the time it was given when it
 // was waited out (a port in use fails at once, and is no timeout).
 Error cannot_meet(const LaunchEnv& env, const std::string& endpoint, std::chrono::seconds timeout,
@@ -220,14 +317,9 @@ ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
     } else {
 #ifdef NMT_WITH_GLOO
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-      // GLOO_SOCKET_IFNAME picks the network interface, as in torch.distributed; a loopback
-      // master means one machine.
-      if (const char* ifname = env_or_null("GLOO_SOCKET_IFNAME"))
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-      else if (is_loopback(env.master_addr))
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-      else
-        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      std::string how;
+      options->devices.push_back(gloo_device(env, how));
+      address_ = options->devices.back()->str() + " (" + how + ")";
       impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank,
                                                               env.world_size, options);
       backend_ = "gloo";
@@ -242,7 +334,7 @@ ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
   } catch (const std::exception& e) {
     throw Error("rank " + std::to_string(env.rank) + ": cannot form the data-parallel group (" +
                 std::to_string(env.world_size) + " ranks, store at " + endpoint +
-                "): " + error_text(e));
+                (address_.empty() ? "" : ", this rank at " + address_) + "): " + error_text(e));
   }
 }
 

@@ -49,6 +49,8 @@ class ProcessGroup {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::string& backend() const { return backend_; }
+  // Where this rank's Gloo device listens, and why there ("" for NCCL).
+  const std::string& address() const { return address_; }
 
   // An all-reduce (sum) in flight; wait() finishes it, leaving the sums in the tensor.
   class Pending {
@@ -84,6 +86,7 @@ class ProcessGroup {
   int rank_ = 0;
   int size_ = 1;
   std::string backend_;
+  std::string address_;
   torch::Device device_;
 };
 
