@@ -17,11 +17,9 @@ OUT="$ROOT/bench/ddp"
 require_nmt
 ensure_multi30k
 rm -rf "$OUT" && mkdir -p "$OUT"
-common=(--config configs/multi30k_en_de_base.json --set train.max_steps="$STEPS" --set train.log_every=5
-  --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= --set train.save_every=100000)
-# One vocabulary for every run.
-build/nmt train "${common[@]}" --run-dir "$OUT/vocab" --set train.max_steps=1 >/dev/null 2>&1
-SPM="$OUT/vocab/spm.model"
+bench_train_args "$STEPS" 5
+common=("${BENCH_ARGS[@]}")
+SPM=$(shared_vocab "$OUT/vocab" "${common[@]}")
 
 rows=()
 for round in $(seq "$ROUNDS"); do

@@ -18,17 +18,16 @@ OUT="$ROOT/bench/env"
 require_nmt
 ensure_multi30k
 rm -rf "$OUT" && mkdir -p "$OUT"
-common=(--config configs/multi30k_en_de_base.json --set train.threads="$THREADS" --set train.log_every=10
-        --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt=)
-build/nmt train "${common[@]}" --run-dir "$OUT/vocab" --set train.max_steps=1 >/dev/null 2>&1
+bench_train_args "$STEPS" 10
+common=("${BENCH_ARGS[@]}" --set train.threads="$THREADS")
+SPM=$(shared_vocab "$OUT/vocab" "${common[@]}")
 for ((i = 1; i <= REPEATS; i++)); do
   for setting in "${SETTINGS[@]}"; do
     vars=()
     [[ $setting != default ]] && IFS=, read -r -a vars <<<"$setting"
     run="$OUT/$(echo "$setting" | tr -c 'A-Za-z0-9_.=-' '_')-$i"
     /usr/bin/time -f '%U %S' -o "$run.cpu" env "${vars[@]}" build/nmt train "${common[@]}" \
-      --run-dir "$run" --set vocab.model="$OUT/vocab/spm.model" --set train.max_steps="$STEPS" \
-      >"$run.log" 2>&1
+      --run-dir "$run" --set vocab.model="$SPM" >"$run.log" 2>&1
     read -r user sys <"$run.cpu"
     printf '%-40s %8s tgt tok/s  user %6.1f s  sys %5.1f s  | %s\n' "$setting" \
       "$(train_rate "$run/metrics.jsonl" 1)" "$user" "$sys" "$(grep -o 'GEMM backend: .*' "$run.log")"

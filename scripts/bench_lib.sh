@@ -13,6 +13,24 @@ ensure_multi30k() {
   fi
 }
 
+# bench_train_args STEPS LOG_EVERY: the training arguments the throughput benchmarks share, into
+# the array BENCH_ARGS: configs/multi30k_en_de_base.json for STEPS steps, logged every LOG_EVERY
+# steps, with no validation and no checkpoint before the end.
+bench_train_args() {
+  BENCH_ARGS=(--config configs/multi30k_en_de_base.json --set train.max_steps="$1" --set train.log_every="$2"
+    --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= --set train.save_every=100000)
+}
+
+# shared_vocab DIR ARGS...: train the vocabulary once, by a one-step run of ARGS in DIR (its log in
+# DIR.log), so that every run of a benchmark reads the same pieces. Prints the SentencePiece model.
+shared_vocab() {
+  local dir="$1"
+  shift
+  build/nmt train "$@" --run-dir "$dir" --set train.max_steps=1 >"$dir.log" 2>&1 ||
+    { echo "shared_vocab: the one-step run failed, see $dir.log" >&2; exit 1; }
+  echo "$dir/spm.model"
+}
+
 # train_rate METRICS_JSONL [SKIP]: target tokens/s over a run's logged training intervals,
 # leaving out the first SKIP (warm-up) intervals. Prints it with one decimal.
 train_rate() {

@@ -22,11 +22,9 @@ OUT="$ROOT/bench/network"
 require_nmt
 ensure_multi30k
 rm -rf "$OUT" && mkdir -p "$OUT"
-common=(--config configs/multi30k_en_de_base.json --set train.max_steps="$STEPS" --set train.log_every=5
-  --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= --set train.save_every=100000
-  --set train.threads=1 --set train.dist_timeout=600)
-build/nmt train "${common[@]}" --run-dir "$OUT/vocab" --set train.max_steps=1 >"$OUT/vocab.log" 2>&1
-SPM="$OUT/vocab/spm.model"
+bench_train_args "$STEPS" 5
+common=("${BENCH_ARGS[@]}" --set train.threads=1 --set train.dist_timeout=600)
+SPM=$(shared_vocab "$OUT/vocab" "${common[@]}")
 
 for rate in "${RATES[@]}"; do
   limit="$rate"
@@ -43,8 +41,10 @@ done
 python3 - "$STEPS" "$OUT" "${RATES[@]}" <<'PY'
 import json, re, sys
 steps, out, rates = sys.argv[1], sys.argv[2], sys.argv[3:]
-params = int(re.search(r"model: \w+ (\d+) parameters", open(f"{out}/vocab/train.log").read())[1])
-emb = 8000 * 256  # the tied embeddings of multi30k_en_de_base.json: the last bucket
+m = re.search(r"model: \w+ (\d+) parameters, vocab (\d+) / (\d+)", open(f"{out}/vocab/train.log").read())
+params, vocab = int(m[1]), int(m[2])
+d_model = json.load(open("configs/multi30k_en_de_base.json"))["model"]["d_model"]
+emb = vocab * d_model  # the tied embeddings (tie_embeddings "all"): the last bucket
 def bits_per_s(rate):
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmg]?)bit", rate)
     return float(m[1]) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m[2]] if m else None

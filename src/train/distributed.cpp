@@ -17,6 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <thread>
@@ -93,6 +95,13 @@ LaunchEnv read_launch_env() {
   return env;
 }
 
+bool is_loopback_address(const std::string& addr) {
+  std::string a = addr;
+  std::transform(a.begin(), a.end(), a.begin(), [](unsigned char c) { return std::tolower(c); });
+  const auto starts = [&](const char* prefix) { return a.rfind(prefix, 0) == 0; };
+  return a == "localhost" || starts("127.") || a == "::1" || starts("::ffff:127.");
+}
+
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Collectives> pg;
@@ -119,11 +128,10 @@ class PendingWork : public ProcessGroup::Pending {
 
 std::string failure_key(int rank) { return "nmt/failed/" + std::to_string(rank); }
 
-bool is_loopback(const std::string& addr) {
-  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
-}
-
 std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+
+// Where each rank posts its Gloo address (ProcessGroup::addresses).
+const std::string kAddressKey = "nmt/gloo_address/";
 
 #ifdef NMT_WITH_GLOO
 // The text form of an IPv4 or IPv6 socket address ("" for other families).
@@ -147,7 +155,7 @@ std::string address_towards(const std::string& host, int port) {
   addrinfo* found = nullptr;
   if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return "";
   std::string local;
-  for (const addrinfo* a = found; a != nullptr && (local.empty() || is_loopback(local));
+  for (const addrinfo* a = found; a != nullptr && (local.empty() || is_loopback_address(local));
        a = a->ai_next) {
     const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
     if (fd < 0) continue;
@@ -156,7 +164,7 @@ std::string address_towards(const std::string& host, int port) {
     if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &size) == 0)
       if (const auto ip = ip_text(reinterpret_cast<const sockaddr*>(&self));
-          local.empty() || !is_loopback(ip))
+          local.empty() || !is_loopback_address(ip))
         local = ip;
     ::close(fd);
   }
@@ -194,12 +202,12 @@ std::shared_ptr<gloo::transport::Device> gloo_device(const LaunchEnv& env, std::
     how = std::string("GLOO_SOCKET_IFNAME=") + ifname;
     return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
   }
-  if (is_loopback(env.master_addr)) {
+  if (is_loopback_address(env.master_addr)) {
     how = "MASTER_ADDR is a loopback address";
     return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   }
   const std::string local = address_towards(env.master_addr, env.master_port);
-  if (!local.empty() && !is_loopback(local)) {
+  if (!local.empty() && !is_loopback_address(local)) {
     how = "the address that reaches MASTER_ADDR " + env.master_addr;
     return c10d::ProcessGroupGloo::createDeviceForHostname(local);
   }
@@ -322,6 +330,7 @@ ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
       address_ = options->devices.back()->str() + " (" + how + ")";
       impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank,
                                                               env.world_size, options);
+      impl_->store->set(kAddressKey + std::to_string(env.rank), bytes_of(address_));
       backend_ = "gloo";
 #else
       throw Error(
@@ -339,6 +348,20 @@ ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
 }
 
 ProcessGroup::~ProcessGroup() = default;
+
+std::vector<std::string> ProcessGroup::addresses() {
+  std::vector<std::string> all;
+  if (backend_ != "gloo") return all;
+  try {
+    for (int r = 0; r < size_; ++r) {
+      const auto v = impl_->store->get(kAddressKey + std::to_string(r));
+      all.emplace_back(v.begin(), v.end());
+    }
+  } catch (const std::exception& e) {
+    fail("reading the ranks' Gloo addresses", e);
+  }
+  return all;
+}
 
 std::unique_ptr<ProcessGroup::Pending> ProcessGroup::all_reduce_sum(torch::Tensor t) {
   try {

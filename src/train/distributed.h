@@ -30,6 +30,10 @@ struct LaunchEnv {
   bool distributed() const { return world_size > 1 || !master_addr.empty(); }
 };
 
+// Whether a MASTER_ADDR or a socket's address is this machine's loopback: "localhost", 127.x,
+// ::1, and 127.x mapped into IPv6 (::ffff:127.x, as a dual-stack socket reports it).
+bool is_loopback_address(const std::string& addr);
+
 // Reads the launch variables; none set means one process. Throws Error naming a variable that is
 // missing or malformed (a RANK without WORLD_SIZE, a rank outside [0, WORLD_SIZE), ...).
 LaunchEnv read_launch_env();
@@ -51,6 +55,9 @@ class ProcessGroup {
   const std::string& backend() const { return backend_; }
   // Where this rank's Gloo device listens, and why there ("" for NCCL).
   const std::string& address() const { return address_; }
+  // Every rank's address(), in rank order (empty for NCCL), read from the store, where each
+  // rank posts its own once the group is formed: for rank 0's log.
+  std::vector<std::string> addresses();
 
   // An all-reduce (sum) in flight; wait() finishes it, leaving the sums in the tensor.
   class Pending {

@@ -166,7 +166,11 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
                  env_.world_size, env_.world_size == 1 ? "" : "es", group_->backend(), env_.rank,
                  env_.master_addr, env_.master_port,
                  env_.under_torchrun ? ", launched by torchrun" : "");
-    if (!group_->address().empty()) spdlog::info("gloo: rank 0 at {}", group_->address());
+    if (env_.rank == 0) {
+      const auto addresses = group_->addresses();
+      for (size_t r = 0; r < addresses.size(); ++r)
+        spdlog::info("gloo: rank {} at {}", r, addresses[r]);
+    }
     check_same_on_all_ranks(*group_, config_to_json(config_), "config");
     wait_for_main = [this] { group_->barrier(); };
     const char* check = std::getenv("NMT_DEBUG_CHECK_REPLICAS");
