@@ -2,6 +2,7 @@
 // processes of one thread over loopback (Gloo), against one process.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -318,6 +319,24 @@ TEST(DataParallel, TorchrunRestartResumesFromTheNewestCheckpoint) {
 }
 
 namespace {
+// Two torchrun agents on this machine (--nnodes 2, one process each, static rendezvous at
+// 127.0.0.1), node N training 10 steps into RUN_N under the fixture, its output in nodeN.out.
+// Prints "node0 RC" and "node1 RC".
+nmt_test::RunResult run_two_nodes(const Fixture& f, const std::string& args,
+                                  const std::string& run0, const std::string& run1) {
+  const std::string port = std::to_string(nmt::free_loopback_port());
+  const auto agent = [&](int node, const std::string& run) {
+    return "timeout 120 scripts/torchrun --nnodes 2 --node_rank " + std::to_string(node) +
+           " --nproc_per_node 1 --master_addr 127.0.0.1 --master_port " + port + " --no_python " +
+           nmt_test::nmt_binary() + train_args(f.dir, run, 10) + args + " > " +
+           (f.dir / ("node" + std::to_string(node) + ".out")) + " 2>&1";
+  };
+  const std::string script =
+      agent(1, run1) + " & N1=$!; " + agent(0, run0) + "; echo node0 $?; wait $N1; echo node1 $?";
+  nmt_test::write_text(f.dir / "nodes.sh", script);
+  return run_command("NMT_DEBUG_CHECK_REPLICAS=1 bash " + (f.dir / "nodes.sh"));
+}
+
 // The closing checks of a run on several torchrun nodes (RUN under the fixture) against `--nproc 2`
 // on one machine ("local", 10 steps): a group of 2 over Gloo, replicas checked bitwise identical
 // after every step, and the same per-step losses and checkpoint bytes.
@@ -343,21 +362,38 @@ TEST(DataParallel, TwoTorchrunNodesTrainLikeOneNodeWithTwoProcesses) {
   const std::string args = f.vocab + " --set train.dist_timeout=60";
   auto local = run_command(nmt_bin() + train_args(f.dir, "local", 10) + args + " --nproc 2 2>&1");
   ASSERT_EQ(local.status, 0) << local.output;
-  const std::string port = std::to_string(nmt::free_loopback_port());
-  const auto agent = [&](int node) {
-    return "timeout 120 scripts/torchrun --nnodes 2 --node_rank " + std::to_string(node) +
-           " --nproc_per_node 1 --master_addr 127.0.0.1 --master_port " + port + " --no_python " +
-           nmt_test::nmt_binary() + train_args(f.dir, "nodes", 10) + args + " > " +
-           (f.dir / ("node" + std::to_string(node) + ".out")) + " 2>&1";
-  };
-  const std::string script =
-      agent(1) + " & N1=$!; " + agent(0) + "; echo node0 $?; wait $N1; echo node1 $?";
-  nmt_test::write_text(f.dir / "nodes.sh", script);
-  const auto r = run_command("NMT_DEBUG_CHECK_REPLICAS=1 bash " + (f.dir / "nodes.sh"));
+  const auto r = run_two_nodes(f, args, "nodes", "nodes");
   ASSERT_NE(r.output.find("node0 0\nnode1 0"), std::string::npos)
       << r.output << nmt_test::read_text(f.dir / "node0.out")
       << nmt_test::read_text(f.dir / "node1.out");
   expect_trains_like_one_machine(f, "nodes");
+}
+
+// Rank 0 writes the run directory and the others read it: a rank whose --run-dir is another
+// directory (a machine without the shared file system, or a typo) stops with a clear error, the
+// directory missing or holding an earlier start's token, and the group fails with it.
+TEST(DataParallel, ARunDirectoryThatIsNotSharedIsRefused) {
+  Fixture f;
+  const std::string args = f.vocab + " --set train.dist_timeout=30";
+  for (const std::string why : {"is missing", "holds another run's token"}) {
+    if (why != "is missing")  // node 1's directory: a copy of node 0's from the first start
+      ASSERT_EQ(run_command("cp -r " + (f.dir / "node0") + " " + (f.dir / "node1")).status, 0);
+    const auto started = std::chrono::steady_clock::now();
+    const auto r = run_two_nodes(f, args, "node0", "node1");
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const auto out1 = nmt_test::read_text(f.dir / "node1.out");
+    EXPECT_EQ(r.output.find("node0 0"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("node1 0"), std::string::npos) << r.output;
+    EXPECT_NE(out1.find("rank 1: the run directory " + (f.dir / "node1") +
+                        " is not the one rank 0 writes (" + (f.dir / "node1/.rank0_token") + " " +
+                        why + "): "),
+              std::string::npos)
+        << out1;
+    EXPECT_NE(out1.find("on a file system that all machines share"), std::string::npos) << out1;
+    EXPECT_LT(seconds, 30.0) << r.output << out1;
+    EXPECT_FALSE(nmt::file_exists(f.dir / "node0/checkpoints/ckpt-00000010/model.pt"));
+  }
 }
 
 // Two machines made of this one (scripts/two_machines.sh: two network namespaces joined by a

@@ -3,10 +3,13 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 
+#include <chrono>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <string_view>
 
+#include "util/io.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -149,6 +152,26 @@ void check_same_on_all_ranks(ProcessGroup& group, const std::string& text,
     if (all[r] != all[0])
       throw Error("rank " + std::to_string(r) + "'s " + what + " differs from rank 0's: every " +
                   "rank must be started with the same " + what);
+}
+
+void check_shared_run_dir(ProcessGroup& group, const std::string& run_dir) {
+  const std::string path = run_dir + "/.rank0_token";
+  std::string token;
+  if (group.rank() == 0) {
+    std::random_device entropy;
+    token = std::to_string(entropy()) + "-" + std::to_string(entropy()) + "-" +
+            std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+    write_file_atomic(path, token);
+  }
+  token = group.from_rank0("run_dir_token", token);
+  if (group.rank() == 0) return;
+  const bool found = file_exists(path);
+  if (found && read_file(path) == token) return;
+  throw Error("rank " + std::to_string(group.rank()) + ": the run directory " + run_dir +
+              " is not the one rank 0 writes (" + path +
+              (found ? " holds another run's token" : " is missing") +
+              "): rank 0 writes the vocabulary and the checkpoints and the other ranks read them, "
+              "so --run-dir must name one directory on a file system that all machines share");
 }
 
 }  // namespace nmt

@@ -56,4 +56,11 @@ void check_replicas(ProcessGroup& group, const std::vector<torch::Tensor>& param
 // Throws Error when `text` (a config, a world size) differs between ranks, naming `what`.
 void check_same_on_all_ranks(ProcessGroup& group, const std::string& text, const std::string& what);
 
+// Rank 0 writes the run directory and the other ranks read it (the vocabulary, the checkpoint
+// to resume from), so every rank's --run-dir must be that one directory, on a file system all
+// machines share. Rank 0 leaves a new token there (.rank0_token) and posts it to the store; every
+// other rank must read the same token in its own run_dir, or throws Error saying why. Called by
+// every rank, by rank 0 after it has written the directory.
+void check_shared_run_dir(ProcessGroup& group, const std::string& run_dir);
+
 }  // namespace nmt

@@ -414,6 +414,20 @@ std::vector<torch::Tensor> ProcessGroup::all_gather(const torch::Tensor& t) {
 
 void ProcessGroup::barrier() { sum({0.0}); }
 
+std::string ProcessGroup::from_rank0(const std::string& key, const std::string& value) {
+  const std::string k = "nmt/from_rank0/" + key;
+  try {
+    if (rank_ == 0) {
+      impl_->store->set(k, bytes_of(value));
+      return value;
+    }
+    const auto v = impl_->store->get(k);
+    return {v.begin(), v.end()};
+  } catch (const std::exception& e) {
+    fail("reading rank 0's " + key, e);
+  }
+}
+
 std::string ProcessGroup::lost_ranks() {
   std::vector<int> lost;
   try {

@@ -75,6 +75,9 @@ class ProcessGroup {
   // Every rank's `t` (same shape everywhere), in rank order, on the CPU.
   std::vector<torch::Tensor> all_gather(const torch::Tensor& t);
   void barrier();
+  // Rank 0's `value` on every rank (the others' `value` is not read), through the store: rank 0
+  // posts it under `key`, the others wait for it. One call per key.
+  std::string from_rank0(const std::string& key, const std::string& value);
 
   // The step this rank is at, for error messages.
   void set_step(int64_t step) { step_ = step; }

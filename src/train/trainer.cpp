@@ -172,7 +172,10 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
         spdlog::info("gloo: rank {} at {}", r, addresses[r]);
     }
     check_same_on_all_ranks(*group_, config_to_json(config_), "config");
-    wait_for_main = [this] { group_->barrier(); };
+    wait_for_main = [this] {
+      group_->barrier();
+      check_shared_run_dir(*group_, run_dir_);
+    };
     const char* check = std::getenv("NMT_DEBUG_CHECK_REPLICAS");
     check_replicas_ = check != nullptr && std::string(check) == "1";
     if (const char* exit_at = std::getenv("NMT_DEBUG_EXIT")) {
