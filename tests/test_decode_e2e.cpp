@@ -48,7 +48,7 @@ TEST_F(QuickstartRun, ValidationLogsBleuAndKeepsTheBestCheckpoint) {
   for (const auto& row : metrics_rows(run() + "/metrics.jsonl")) {
     if (!row.contains("valid_loss")) continue;
     ++validations;
-    for (const char* key : {"valid_ppl", "valid_bleu", "valid_chrf", "best"})
+    for (const char* key : {"valid_ppl", "valid_bleu", "valid_chrf", "best", "elapsed_s"})
       EXPECT_TRUE(row.contains(key)) << key << " missing in " << row.dump();
     // Quickstart targets are one or two long words, so BLEU (4-grams) says little: chrF does.
     EXPECT_GT(row["valid_chrf"].get<double>(), 50.0);

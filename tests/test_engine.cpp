@@ -548,6 +548,7 @@ TEST(Metrics, RowsRoundTripThroughTheFile) {
     v.scores.bleu = 30.25;
     v.scores.loss_tokens = 77;
     v.best = true;
+    v.elapsed_s = 61.5;
     f.write(to_json(v));
     t.step = 20;
     f.write(to_json(t));
@@ -565,6 +566,7 @@ TEST(Metrics, RowsRoundTripThroughTheFile) {
   EXPECT_DOUBLE_EQ(m.valid[0].scores.bleu, 30.25);
   EXPECT_EQ(m.valid[0].scores.loss_tokens, 77);
   EXPECT_TRUE(m.valid[0].best);
+  EXPECT_EQ(m.valid[0].elapsed_s, 61.5);
   // A resume at step 10 drops the later rows.
   { MetricsFile f(path, 10); }
   m = read_metrics(path);
@@ -580,6 +582,7 @@ TEST(Metrics, RowsRoundTripThroughTheFile) {
   m = read_metrics(path);
   ASSERT_EQ(m.valid.size(), 2u);
   EXPECT_EQ(m.valid[1].scores.loss_tokens, 55);
+  EXPECT_FALSE(m.valid[1].elapsed_s.has_value());  // nor elapsed_s
 }
 
 TEST(Metrics, IntervalAveragesOverAppliedSteps) {

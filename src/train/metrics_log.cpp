@@ -45,6 +45,7 @@ json to_json(const ValidRow& r) {
   j["step"] = r.step;
   j["best"] = r.best;
   if (!r.checkpoint.empty()) j["checkpoint"] = r.checkpoint;
+  if (r.elapsed_s) j["elapsed_s"] = *r.elapsed_s;
   return j;
 }
 
@@ -80,6 +81,7 @@ Metrics read_metrics(const std::string& path) {
         r.scores = EvalScores::from_json(j, kValidPrefix);
         r.best = j.value("best", false);
         r.checkpoint = j.value("checkpoint", std::string());
+        if (j.contains("elapsed_s")) r.elapsed_s = j.at("elapsed_s").get<double>();
         m.valid.push_back(r);
       }
     } catch (const json::exception&) {

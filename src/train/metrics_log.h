@@ -41,6 +41,9 @@ struct ValidRow {
   EvalScores scores;
   bool best = false;
   std::string checkpoint;  // "" for the model in training, "averaged" for DIR/checkpoints/averaged
+  // Training time at the validation (the clock of train.max_time); none in rows written before
+  // validation rows had it.
+  std::optional<double> elapsed_s;
 };
 
 nlohmann::json to_json(const TrainRow& row);

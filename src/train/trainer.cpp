@@ -422,7 +422,7 @@ void Trainer::average() {
         spdlog::warn("train.average_last: only {} {} checkpoints to average, not {}", dirs.size(),
                      which, n);
       AveragedModel avg = average_models(dirs, device_);
-      const auto value = validator_->validate_averaged(avg.loaded.model, state_.step,
+      const auto value = validator_->validate_averaged(avg.loaded.model, state_.step, elapsed(),
                                                        metrics_ ? &*metrics_ : nullptr);
       nlohmann::json st = {{"step", avg.step}, {"averaged_from", avg.from}};
       if (value) {

@@ -23,7 +23,7 @@ std::pair<EvalResult, double> Validator::evaluate_model(Seq2Seq& model) const {
   return {std::move(r), value};
 }
 
-std::optional<double> Validator::validate_averaged(Seq2Seq& model, int64_t step,
+std::optional<double> Validator::validate_averaged(Seq2Seq& model, int64_t step, double elapsed_s,
                                                    MetricsFile* metrics) {
   if (valid_.empty()) return std::nullopt;
   const auto [r, value] = evaluate_model(model);
@@ -33,7 +33,7 @@ std::optional<double> Validator::validate_averaged(Seq2Seq& model, int64_t step,
       r.loss.nll_per_token, r.loss.ppl, r.bleu.score, r.chrf.score, r.loss.tokens,
       config_.train.valid_beam);
   if (metrics != nullptr) {
-    const ValidRow row{step, EvalScores(r), /*best=*/false, /*checkpoint=*/"averaged"};
+    const ValidRow row{step, EvalScores(r), /*best=*/false, /*checkpoint=*/"averaged", elapsed_s};
     metrics->write(to_json(row));
   }
   return value;
@@ -54,7 +54,7 @@ bool Validator::validate(Seq2Seq& model, TrainerState& state, MetricsFile* metri
       state.step, r.loss.nll_per_token, r.loss.ppl, r.bleu.score, r.chrf.score, r.loss.tokens,
       tc.valid_beam, improved ? " *best*" : "");
   if (metrics != nullptr) {
-    metrics->write(to_json(ValidRow{state.step, EvalScores(r), improved, ""}));
+    metrics->write(to_json(ValidRow{state.step, EvalScores(r), improved, "", state.elapsed_s}));
   }
   if (improved) {
     state.has_best = true;

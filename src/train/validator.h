@@ -26,10 +26,11 @@ class Validator {
   // training should end.
   bool validate(Seq2Seq& model, TrainerState& state, MetricsFile* metrics);
 
-  // Evaluates the averaged checkpoint's weights (train.average_last) at `step`, logs and writes
-  // its row ("checkpoint": "averaged"); best and patience are left alone. Returns its
-  // train.best_metric value, or nothing without a validation set.
-  std::optional<double> validate_averaged(Seq2Seq& model, int64_t step, MetricsFile* metrics);
+  // Evaluates the averaged checkpoint's weights (train.average_last) at `step` (training time
+  // elapsed_s), logs and writes its row ("checkpoint": "averaged"); best and patience are left
+  // alone. Returns its train.best_metric value, or nothing without a validation set.
+  std::optional<double> validate_averaged(Seq2Seq& model, int64_t step, double elapsed_s,
+                                          MetricsFile* metrics);
 
  private:
   // The evaluation and its train.best_metric value.
