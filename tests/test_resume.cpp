@@ -163,7 +163,8 @@ TEST(Divergence, NonFiniteStepsAreSkippedThenStopTraining) {
   EXPECT_EQ(r.status, 0) << r.output;
 }
 
-// SIGTERM / SIGINT finish the step, save a checkpoint and exit with 128 + signal.
+// SIGTERM / SIGINT finish the step, save a checkpoint and exit with 128 + signal; metrics.jsonl
+// ends with a row for the saved step, which is mostly off the log_every grid of 7.
 TEST(Signals, StopSignalSavesAndExitsWithShellStatus) {
   nmt_test::TempDir dir;
   const std::string data = small_data(dir);
@@ -172,8 +173,8 @@ TEST(Signals, StopSignalSavesAndExitsWithShellStatus) {
     const std::string run = dir / ("run-" + name);
     // Start training, wait for three logged steps, signal it, and record its exit status.
     const std::string script =
-        train_command(data, run, 100000) + " --set train.save_every=100000 > " + run +
-        ".log 2>&1 & p=$!; n=0; while [ \"$(cat " + run +
+        train_command(data, run, 100000) + " --set train.save_every=100000" +
+        " --set train.log_every=7 > " + run + ".log 2>&1 & p=$!; n=0; while [ \"$(cat " + run +
         "/metrics.jsonl 2>/dev/null | grep -c loss)\" -lt 3 ] && [ $n -lt 600 ]; do sleep 0.1;"
         " n=$((n+1)); done; kill -" +
         name + " $p; wait $p; echo $?";

@@ -510,6 +510,8 @@ void Trainer::run() {
   if (stop_signal != 0) {
     spdlog::warn("{} received: saving a checkpoint at step {} and stopping",
                  stop_signal == SIGINT ? "SIGINT" : "SIGTERM", state_.step);
+    // As at the end: metrics.jsonl reaches the saved step, off the log_every grid too.
+    if (logged_step_ != state_.step) log_row();
     if (last_saved_step_ != state_.step) save();
     if (main_process_) write_curves_file();
     throw Interrupted(stop_signal);
