@@ -424,6 +424,27 @@ TEST(DataParallel, TwoMachinesOverAVirtualNetworkTrainLikeOneMachine) {
     EXPECT_EQ(log.find("addr=[127."), std::string::npos) << log;
     expect_trains_like_one_machine(f, rdzv);
   }
+  // A Gloo address the other machine cannot reach (GLOO_SOCKET_IFNAME=lo on both): every rank
+  // stops at once, naming the address, where Gloo alone waits 5 x train.dist_timeout (102 s of
+  // a 20 s timeout before the check).
+  const auto started = std::chrono::steady_clock::now();
+  const auto r =
+      run_command("GLOO_SOCKET_IFNAME=lo TIMEOUT=240 NMT=" + nmt_test::nmt_binary() +
+                  " LOGS=" + (f.dir / "lo") + " scripts/two_machines.sh" +
+                  train_args(f.dir, "lo", 10) + f.vocab + " --set train.dist_timeout=20 2>&1");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const auto node0 = nmt_test::read_text(f.dir / "lo.node0.out");
+  const auto node1 = nmt_test::read_text(f.dir / "lo.node1.out");
+  EXPECT_EQ(r.output.find("node0 0"), std::string::npos) << r.output << node0;
+  EXPECT_EQ(r.output.find("node1 0"), std::string::npos) << r.output << node1;
+  for (const auto& out : {node0, node1}) {
+    EXPECT_NE(out.find("cannot reach rank 1's Gloo address tcp, "), std::string::npos) << out;
+    EXPECT_NE(out.find("addr=[127.0.0.1] (GLOO_SOCKET_IFNAME=lo): Connection refused"),
+              std::string::npos)
+        << out;
+  }
+  EXPECT_LT(seconds, 20.0) << node0 << node1;
 }
 
 // Set-up errors, each one line on every rank that sees it, well within train.dist_timeout:

@@ -14,6 +14,7 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "util/util.h"
@@ -220,6 +222,131 @@ std::shared_ptr<gloo::transport::Device> gloo_device(const LaunchEnv& env, std::
   how = "MASTER_ADDR " + env.master_addr + " is this machine, which has no other interface";
   return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
 }
+
+// The IP address in a Gloo TCP device's description ("tcp, ..., addr=[10.0.0.1]"); "" if none.
+std::string device_ip(const std::string& description) {
+  const auto begin = description.find("addr=[");
+  const auto end = description.find(']', begin);
+  if (begin == std::string::npos || end == std::string::npos) return "";
+  return description.substr(begin + 6, end - begin - 6);
+}
+
+// A socket listening on `ip` at a port of the kernel's choosing, closed with the object.
+class Listener {
+ public:
+  explicit Listener(const std::string& ip) {
+    sockaddr_storage a{};
+    socklen_t size = 0;
+    if (!to_sockaddr(ip, 0, a, size)) return;
+    fd_ = ::socket(a.ss_family, SOCK_STREAM, 0);
+    if (fd_ < 0) return;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), size) != 0 || ::listen(fd_, 16) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &size) != 0)
+      return;
+    port_ = ntohs(a.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&a)->sin_port
+                                         : reinterpret_cast<sockaddr_in6*>(&a)->sin6_port);
+  }
+  ~Listener() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  int port() const { return port_; }  // 0: could not listen there
+
+  static bool to_sockaddr(const std::string& ip, int port, sockaddr_storage& a, socklen_t& size) {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&a);
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&a);
+    if (::inet_pton(AF_INET, ip.c_str(), &v4->sin_addr) == 1) {
+      v4->sin_family = AF_INET;
+      v4->sin_port = htons(static_cast<uint16_t>(port));
+      size = sizeof(sockaddr_in);
+      return true;
+    }
+    if (::inet_pton(AF_INET6, ip.c_str(), &v6->sin6_addr) == 1) {
+      v6->sin6_family = AF_INET6;
+      v6->sin6_port = htons(static_cast<uint16_t>(port));
+      size = sizeof(sockaddr_in6);
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// "" when a TCP connection to ip:port opens within `timeout`, else why not.
+std::string try_connect(const std::string& ip, int port, std::chrono::seconds timeout) {
+  sockaddr_storage a{};
+  socklen_t size = 0;
+  if (!Listener::to_sockaddr(ip, port, a, size)) return "not an IP address";
+  const int fd = ::socket(a.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  if (fd < 0) return std::strerror(errno);
+  std::string why;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), size) != 0) {
+    if (errno != EINPROGRESS) {
+      why = std::strerror(errno);
+    } else {
+      pollfd p{fd, POLLOUT, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(timeout.count() * 1000));
+      int err = 0;
+      socklen_t len = sizeof(err);
+      if (ready == 0)
+        why = "no answer within " + std::to_string(timeout.count()) + " s";
+      else if (ready < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        why = std::strerror(errno);
+      else if (err != 0)
+        why = std::strerror(err);
+    }
+  }
+  ::close(fd);
+  return why;
+}
+
+// Gloo waits 5 x its timeout for its first connections, so a rank whose Gloo address the others
+// cannot reach (a wrong GLOO_SOCKET_IFNAME, a firewall) would fail only then, and the others
+// with errors that do not name it. So every rank first listens at its Gloo address and connects
+// to the next rank's (a ring: every address is tried once), within the timeout, and the ranks
+// tell each other the outcome through the store: a refused connection fails every rank at once,
+// naming both ranks and the address.
+void check_gloo_reachable(c10d::Store& store, const LaunchEnv& env, const std::string& address,
+                          std::chrono::seconds timeout) {
+  const std::string ip = device_ip(address);
+  if (env.world_size < 2 || ip.empty()) return;
+  const Listener listener(ip);
+  if (listener.port() == 0) return;  // Gloo itself will say why it cannot listen there
+  const auto key = [](const char* what, int rank) {
+    return std::string("nmt/reach/") + what + "/" + std::to_string(rank);
+  };
+  store.set(key("at", env.rank),
+            bytes_of(ip + " " + std::to_string(listener.port()) + " " + address));
+  const int next = (env.rank + 1) % env.world_size;
+  const auto text = [&](const std::string& k) {
+    store.wait({k}, 2 * timeout);
+    const auto v = store.get(k);
+    return std::string(v.begin(), v.end());
+  };
+  const std::string there = text(key("at", next));
+  const auto space = there.find(' '), space2 = there.find(' ', space + 1);
+  const std::string why = try_connect(
+      there.substr(0, space), std::stoi(there.substr(space + 1, space2 - space - 1)), timeout);
+  const std::string failure =
+      why.empty() ? "ok"
+                  : "cannot reach rank " + std::to_string(next) + "'s Gloo address " +
+                        there.substr(space2 + 1) + ": " + why +
+                        " (each rank's Gloo address must be reachable from the others; set "
+                        "GLOO_SOCKET_IFNAME to the interface of the network they share)";
+  store.set(key("outcome", env.rank), bytes_of(failure));
+  // Every outcome, so that all ranks stop on the first failure, and this rank's listener stays
+  // open until the rank before it has tried it.
+  for (int r = 0; r < env.world_size; ++r) {
+    const std::string outcome = r == env.rank ? failure : text(key("outcome", r));
+    if (outcome != "ok")
+      throw Error("rank " + std::to_string(env.rank) + ": " +
+                  (r == env.rank ? "" : "rank " + std::to_string(r) + " ") + outcome);
+  }
+}
 #endif
 
 // The rendezvous did not complete: why, after the address, and the time it was given when it
@@ -328,6 +455,7 @@ ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
       std::string how;
       options->devices.push_back(gloo_device(env, how));
       address_ = options->devices.back()->str() + " (" + how + ")";
+      check_gloo_reachable(*impl_->store, env, address_, timeout);
       impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank,
                                                               env.world_size, options);
       impl_->store->set(kAddressKey + std::to_string(env.rank), bytes_of(address_));
