@@ -16,6 +16,7 @@ PACKAGES=(
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
   iproute2                # ip netns: the two-machine data-parallel test (scripts/two_machines.sh)
+  iptables                # a firewall on one of those machines (FIREWALL=1)
   python3-torch python3-sentencepiece  # reference scripts: golden fixtures, the PyTorch peer
 )
 

@@ -8,6 +8,8 @@
 #   NPROC=1         processes per machine (torchrun --nproc_per_node)
 #   RDZV=static     static: --master_addr of node 0's host name; c10d: --rdzv_backend c10d
 #   RATE=           a rate limit on the link both ways (tc tbf, e.g. 1gbit, 200mbit); "" = none
+#   FIREWALL=       1: node 1 drops the connections others open to it (iptables), as a firewall
+#                   would; its own connections out (to the store on node 0) still work
 #   TIMEOUT=600     seconds before both agents are stopped
 #   LOGS=two_machines   each node's output goes to LOGS.node0.out and LOGS.node1.out
 #   NMT=build/nmt   the binary
@@ -20,6 +22,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NPROC="${NPROC:-1}"
 RDZV="${RDZV:-static}"
 RATE="${RATE:-}"
+FIREWALL="${FIREWALL:-}"
 TIMEOUT="${TIMEOUT:-600}"
 LOGS="${LOGS:-two_machines}"
 NMT="${NMT:-$ROOT/build/nmt}"
@@ -65,6 +68,10 @@ make_machines() {
         "$((other + 1))" "${hosts[$other]}" >"/etc/netns/${ns[$i]}/hosts" || return 1
     ip netns exec "${ns[$i]}" unshare --uts sh -c 'hostname "$0"' "${hosts[$i]}" || return 1
   done
+  if [[ "$FIREWALL" == 1 ]]; then
+    command -v iptables >/dev/null || { echo "FIREWALL=1 needs iptables"; return 1; }
+    ip netns exec "${ns[1]}" iptables -A INPUT -p tcp --syn -j DROP || return 1
+  fi
 }
 if ! why=$(make_machines 2>&1); then
   echo "two_machines: cannot make two machines here: $why" >&2

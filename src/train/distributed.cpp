@@ -335,8 +335,9 @@ void check_gloo_reachable(c10d::Store& store, const LaunchEnv& env, const std::s
       why.empty() ? "ok"
                   : "cannot reach rank " + std::to_string(next) + "'s Gloo address " +
                         there.substr(space2 + 1) + ": " + why +
-                        " (each rank's Gloo address must be reachable from the others; set "
-                        "GLOO_SOCKET_IFNAME to the interface of the network they share)";
+                        " (every rank's Gloo address must be reachable from the others, on any "
+                        "port: check firewalls, or set GLOO_SOCKET_IFNAME to the interface of "
+                        "the network they share)";
   store.set(key("outcome", env.rank), bytes_of(failure));
   // Every outcome, so that all ranks stop on the first failure, and this rank's listener stays
   // open until the rank before it has tried it.
