@@ -11,7 +11,7 @@
 #   FIREWALL=       1: node 1 drops the connections others open to it (iptables), as a firewall
 #                   would; its own connections out (to the store on node 0) still work
 #   TIMEOUT=600     seconds before both agents are stopped
-#   LOGS=two_machines   each node's output goes to LOGS.node0.out and LOGS.node1.out
+#   LOGS=bench/two_machines   each node's output goes to LOGS.node0.out and LOGS.node1.out
 #   NMT=build/nmt   the binary
 # Needs root (ip netns, unshare) and iproute2; exits 77, saying why, when the machines cannot
 # be made here.
@@ -24,7 +24,8 @@ RDZV="${RDZV:-static}"
 RATE="${RATE:-}"
 FIREWALL="${FIREWALL:-}"
 TIMEOUT="${TIMEOUT:-600}"
-LOGS="${LOGS:-two_machines}"
+LOGS="${LOGS:-$ROOT/bench/two_machines}"
+mkdir -p "$(dirname "$LOGS")"
 NMT="${NMT:-$ROOT/build/nmt}"
 
 # Names unique to this run, so that runs side by side do not meet.
