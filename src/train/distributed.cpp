@@ -132,6 +132,12 @@ std::string failure_key(int rank) { return "nmt/failed/" + std::to_string(rank);
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
+// The text under `key`, waiting for it up to the store's timeout.
+std::string text_at(c10d::Store& store, const std::string& key) {
+  const auto v = store.get(key);
+  return {v.begin(), v.end()};
+}
+
 // Where each rank posts its Gloo address (ProcessGroup::addresses).
 const std::string kAddressKey = "nmt/gloo_address/";
 
@@ -312,6 +318,7 @@ std::string try_connect(const std::string& ip, int port, std::chrono::seconds ti
 // naming both ranks and the address.
 void check_gloo_reachable(c10d::Store& store, const LaunchEnv& env, const std::string& address,
                           std::chrono::seconds timeout) {
+  // Each rank's `address` is already posted under kAddressKey.
   const std::string ip = device_ip(address);
   if (env.world_size < 2 || ip.empty()) return;
   const Listener listener(ip);
@@ -319,22 +326,21 @@ void check_gloo_reachable(c10d::Store& store, const LaunchEnv& env, const std::s
   const auto key = [](const char* what, int rank) {
     return std::string("nmt/reach/") + what + "/" + std::to_string(rank);
   };
-  store.set(key("at", env.rank),
-            bytes_of(ip + " " + std::to_string(listener.port()) + " " + address));
+  store.set(key("at", env.rank), bytes_of(ip + " " + std::to_string(listener.port())));
   const int next = (env.rank + 1) % env.world_size;
+  // Longer than the store's own timeout: a rank may spend the whole timeout in try_connect.
   const auto text = [&](const std::string& k) {
     store.wait({k}, 2 * timeout);
-    const auto v = store.get(k);
-    return std::string(v.begin(), v.end());
+    return text_at(store, k);
   };
   const std::string there = text(key("at", next));
-  const auto space = there.find(' '), space2 = there.find(' ', space + 1);
-  const std::string why = try_connect(
-      there.substr(0, space), std::stoi(there.substr(space + 1, space2 - space - 1)), timeout);
+  const auto space = there.find(' ');
+  const std::string why =
+      try_connect(there.substr(0, space), std::stoi(there.substr(space + 1)), timeout);
   const std::string failure =
       why.empty() ? "ok"
                   : "cannot reach rank " + std::to_string(next) + "'s Gloo address " +
-                        there.substr(space2 + 1) + ": " + why +
+                        text_at(store, kAddressKey + std::to_string(next)) + ": " + why +
                         " (every rank's Gloo address must be reachable from the others, on any "
                         "port: check firewalls, or set GLOO_SOCKET_IFNAME to the interface of "
                         "the network they share)";
@@ -372,10 +378,7 @@ void check_world_size(c10d::Store& store, const LaunchEnv& env, std::chrono::sec
                  ": every rank must be started with the same WORLD_SIZE");
   };
   store.set(key + std::to_string(env.rank), bytes_of(mine));
-  const auto size_of = [&](int rank) {
-    const auto v = store.get(key + std::to_string(rank));
-    return std::string(v.begin(), v.end());
-  };
+  const auto size_of = [&](int rank) { return text_at(store, key + std::to_string(rank)); };
   if (env.rank != 0) {
     const std::string theirs = size_of(0);
     if (theirs != mine) throw mismatch(0, theirs);
@@ -456,10 +459,10 @@ ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
       std::string how;
       options->devices.push_back(gloo_device(env, how));
       address_ = options->devices.back()->str() + " (" + how + ")";
+      impl_->store->set(kAddressKey + std::to_string(env.rank), bytes_of(address_));
       check_gloo_reachable(*impl_->store, env, address_, timeout);
       impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank,
                                                               env.world_size, options);
-      impl_->store->set(kAddressKey + std::to_string(env.rank), bytes_of(address_));
       backend_ = "gloo";
 #else
       throw Error(
@@ -482,10 +485,8 @@ std::vector<std::string> ProcessGroup::addresses() {
   std::vector<std::string> all;
   if (backend_ != "gloo") return all;
   try {
-    for (int r = 0; r < size_; ++r) {
-      const auto v = impl_->store->get(kAddressKey + std::to_string(r));
-      all.emplace_back(v.begin(), v.end());
-    }
+    for (int r = 0; r < size_; ++r)
+      all.push_back(text_at(*impl_->store, kAddressKey + std::to_string(r)));
   } catch (const std::exception& e) {
     fail("reading the ranks' Gloo addresses", e);
   }
@@ -550,8 +551,7 @@ std::string ProcessGroup::from_rank0(const std::string& key, const std::string& 
       impl_->store->set(k, bytes_of(value));
       return value;
     }
-    const auto v = impl_->store->get(k);
-    return {v.begin(), v.end()};
+    return text_at(*impl_->store, k);
   } catch (const std::exception& e) {
     fail("reading rank 0's " + key, e);
   }

@@ -56,7 +56,7 @@ class ProcessGroup {
   // Where this rank's Gloo device listens, and why there ("" for NCCL).
   const std::string& address() const { return address_; }
   // Every rank's address(), in rank order (empty for NCCL), read from the store, where each
-  // rank posts its own once the group is formed: for rank 0's log.
+  // rank posts its own as its Gloo device is made: for rank 0's log.
   std::vector<std::string> addresses();
 
   // An all-reduce (sum) in flight; wait() finishes it, leaving the sums in the tensor.
