@@ -182,10 +182,12 @@ TEST(EndToEnd, ShippedRecipesTrainBriefly) {
     SCOPED_TRACE(name);
     ++recipes;
     const std::string run = dir / ("run-" + name);
-    // The first keeps OpenBLAS's own kernel choice; the others get nmt's.
+    // The first keeps OpenBLAS's own kernel choice and the BLAS for all products; the others
+    // get nmt's choices.
     const bool keep_core = recipes == 1;
     const auto r = run_command(
-        (keep_core ? "NMT_BLAS_CORE=keep OPENBLAS_CORETYPE=Haswell " : "") + nmt_bin() +
+        (keep_core ? "NMT_BLAS_CORE=keep OPENBLAS_CORETYPE=Haswell NMT_GEMM=blas " : "") +
+        nmt_bin() +
         " train --config configs/" +
         name + " --run-dir " + run +
         " --set data.train_src=" + d + "/train.en --set data.train_tgt=" + d + "/train.de" +
@@ -199,11 +201,20 @@ TEST(EndToEnd, ShippedRecipesTrainBriefly) {
     if (keep_core) {
       EXPECT_NE(r.output.find("Haswell kernels (OPENBLAS_CORETYPE=Haswell)"), std::string::npos)
           << r.output;
-    } else if (nmt::cpu_has_avx512() && std::getenv("NMT_BLAS_CORE") == nullptr) {
-      const bool avx512 = r.output.find("SkylakeX kernels") != std::string::npos ||
-                          r.output.find("Cooperlake kernels") != std::string::npos ||
-                          r.output.find("SapphireRapids kernels") != std::string::npos;
-      EXPECT_TRUE(avx512) << r.output;
+      EXPECT_NE(r.output.find("the BLAS for every product (NMT_GEMM=blas)"), std::string::npos)
+          << r.output;
+    } else {
+      if (nmt::cpu_has_avx512() && std::getenv("NMT_BLAS_CORE") == nullptr) {
+        const bool avx512 = r.output.find("SkylakeX kernels") != std::string::npos ||
+                            r.output.find("Cooperlake kernels") != std::string::npos ||
+                            r.output.find("SapphireRapids kernels") != std::string::npos;
+        EXPECT_TRUE(avx512) << r.output;
+      }
+      // Debian's LibTorch has oneDNN in the process (pip's CUDA builds keep theirs private).
+      if (!torch::cuda::is_available() && std::getenv("NMT_GEMM") == nullptr) {
+        EXPECT_NE(r.output.find("; oneDNN "), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find("(NMT_GEMM=auto)"), std::string::npos) << r.output;
+      }
     }
     EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/ckpt-00000006/model.pt"));
     EXPECT_TRUE(std::filesystem::exists(run + "/checkpoints/best/model.pt"));
@@ -242,8 +253,11 @@ TEST(EndToEnd, DeviceAndPrecisionErrorsAreClear) {
   };
   if (!torch::cuda::is_available())
     cases.push_back({train + " --device cuda", "train.device cuda: no CUDA device is available"});
+  cases.push_back({train, "NMT_GEMM=fast: expected auto, blas or onednn"});
   for (const auto& c : cases) {
-    const auto r = run_command(nmt_bin() + c.command);
+    // The last case's environment is wrong, not its command.
+    const auto r = run_command((&c == &cases.back() ? "NMT_GEMM=fast " : "") + nmt_bin() +
+                               c.command);
     EXPECT_EQ(r.status, 1) << c.command << "\n" << r.output;
     EXPECT_NE(r.output.find("nmt: error: "), std::string::npos) << c.command << "\n" << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << c.command << "\n" << r.output;

@@ -18,12 +18,14 @@
 #include "model/attention.h"
 #include "model/device.h"
 #include "model/dropout.h"
+#include "model/linear.h"
 #include "model/loss.h"
 #include "model/seq2seq.h"
 #include "text/spm.h"
 #include "train/metrics_log.h"
 #include "train/state.h"
 #include "train/step.h"
+#include "util/blas.h"
 #include "util/util.h"
 
 using namespace nmt;
@@ -241,6 +243,72 @@ TEST(GenericPath, DropoutOnLowPrecisionRoundsOnce) {
 
 // The fused loss's exp: within 2e-7 relative of std::exp over the range softmax meets (x <= 0
 // after the row maximum is subtracted) and beyond, exact at 0, clamped far below.
+// A float CPU linear layer takes oneDNN for its forward and input-gradient products where the
+// rule says (inner size <= 512) and the BLAS for the rest; values and all three gradients equal
+// LibTorch's own linear (all BLAS) within rounding: forward on oneDNN and the input gradient on
+// the BLAS (256 -> 1024), the reverse (1024 -> 256), both (256 -> 768), with and without bias,
+// 1-, 2- and 3-dimensional and non-contiguous inputs, one row, an input without gradient.
+TEST(GenericPath, LinearEqualsLibTorchsLinear) {
+  // Debian's LibTorch loads oneDNN (libdnnl.so.2); pip's CUDA builds keep it private.
+  if (!torch::cuda::is_available() && std::getenv("NMT_GEMM") == nullptr) {
+    EXPECT_TRUE(nmt::onednn_takes(3920, 768, 256)) << nmt::gemm_policy_description();
+    EXPECT_FALSE(nmt::onednn_takes(3920, 256, 1024));
+    EXPECT_NE(nmt::gemm_policy_description().find("oneDNN"), std::string::npos);
+  }
+  torch::manual_seed(11);
+  struct Case {
+    std::vector<int64_t> x_shape;
+    int64_t out;
+    bool bias, transposed, x_grad;
+  };
+  const std::vector<Case> cases = {
+      {{7, 5, 256}, 1024, true, false, true}, {{35, 1024}, 256, true, false, true},
+      {{6, 4, 256}, 768, false, false, true}, {{1, 256}, 512, true, false, true},
+      {{256}, 300, true, false, true},        {{9, 4, 256}, 256, true, true, true},
+      {{33, 256}, 1024, false, false, false}, {{3, 2, 40}, 24, true, false, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE("x " + std::to_string(c.x_shape.back()) + " -> " + std::to_string(c.out) +
+                 (c.bias ? " bias" : "") + (c.transposed ? " transposed" : "") + " dims " +
+                 std::to_string(c.x_shape.size()));
+    const int64_t in = c.x_shape.back();
+    auto x0 = torch::randn(c.x_shape);
+    if (c.transposed) x0 = x0.transpose(0, 1).contiguous().transpose(0, 1);  // same values
+    const auto w0 = torch::randn({c.out, in}) / std::sqrt(static_cast<double>(in));
+    const auto b0 = c.bias ? torch::randn({c.out}) : torch::Tensor();
+    auto copy = [](const torch::Tensor& t, bool grad) {
+      return t.defined() ? t.detach().clone().requires_grad_(grad) : torch::Tensor();
+    };
+    auto xa = copy(x0, c.x_grad), wa = copy(w0, true), ba = copy(b0, true);
+    auto xb = c.transposed ? x0.detach().requires_grad_(c.x_grad) : copy(x0, c.x_grad);
+    auto wb = copy(w0, true), bb = copy(b0, true);
+    const auto ya = torch::nn::functional::linear(xa, wa, ba);
+    const auto yb = nmt::linear(xb, wb, bb);
+    ASSERT_EQ(yb.sizes(), ya.sizes());
+    EXPECT_TRUE(torch::allclose(yb, ya, 1e-5, 1e-5)) << (yb - ya).abs().max().item<float>();
+    const auto g = torch::randn(ya.sizes());
+    ya.backward(g);
+    yb.backward(g);
+    if (c.x_grad) {
+      ASSERT_EQ(xb.grad().sizes(), xa.grad().sizes());
+      EXPECT_TRUE(torch::allclose(xb.grad(), xa.grad(), 1e-5, 1e-5))
+          << (xb.grad() - xa.grad()).abs().max().item<float>();
+    }
+    EXPECT_TRUE(torch::allclose(wb.grad(), wa.grad(), 1e-5, 1e-4))
+        << (wb.grad() - wa.grad()).abs().max().item<float>();
+    if (c.bias)
+      EXPECT_TRUE(torch::allclose(bb.grad(), ba.grad(), 1e-5, 1e-4))
+          << (bb.grad() - ba.grad()).abs().max().item<float>();
+    // The inputs are left as they were (one row once accumulated into the bias itself).
+    EXPECT_TRUE(torch::equal(xb, x0));
+    EXPECT_TRUE(torch::equal(wb, w0));
+    if (c.bias) EXPECT_TRUE(torch::equal(bb, b0));
+    // The same call gives the same bits again (resume is bit-exact), and without gradients too.
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(torch::equal(nmt::linear(x0, w0, b0), yb.detach()));
+  }
+}
+
 TEST(GenericPath, ExpApproximation) {
   double worst = 0;
   for (float x = -87.0f; x <= 88.0f; x += 0.0137f)

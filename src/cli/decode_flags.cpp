@@ -58,7 +58,7 @@ LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& 
   parse_precision(flags.precision, device, "--precision");  // refuses bf16/fp16 off CUDA early
   LoadedModel m = load_model(checkpoint, device);
   spdlog::info("device {}, precision {}", describe_device(device), flags.precision);
-  if (device.is_cpu()) spdlog::info("GEMM backend: {}", blas_description());
+  if (device.is_cpu()) spdlog::info("GEMM backend: {}", gemm_backend_description());
   if (int8) {
     m.model->quantize_int8();
     spdlog::info("output projection quantized to int8 (dynamic, {}-bit activations)",

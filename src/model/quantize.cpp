@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "model/linear.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -78,7 +79,7 @@ torch::Tensor int8_linear(const torch::Tensor& x, const c10::IValue& packed) {
 
 torch::Tensor OutputProjection::forward(const torch::Tensor& x, const torch::Tensor& weight,
                                         bool training) const {
-  if (packed_.isNone()) return torch::matmul(x, weight.t());
+  if (packed_.isNone()) return nmt::linear(x, weight);
   if (training) throw Error("an int8-quantized model is for inference only");
   return int8_linear(x, packed_);
 }

@@ -4,6 +4,7 @@
 
 #include "data/tensors.h"
 #include "model/dropout.h"
+#include "model/linear.h"
 #include "text/spm.h"
 #include "util/util.h"
 
@@ -44,7 +45,7 @@ StackedCellsImpl::StackedCellsImpl(const std::string& cell, int64_t input, int64
 }
 
 torch::Tensor StackedCellsImpl::input_gates(const torch::Tensor& x, int64_t width) const {
-  return torch::nn::functional::linear(x, w_ih_[0].narrow(1, 0, width), b_ih_[0]);
+  return nmt::linear(x, w_ih_[0].narrow(1, 0, width), b_ih_[0]);
 }
 
 torch::Tensor StackedCellsImpl::extra_weight(int64_t width) const {
@@ -98,7 +99,7 @@ RnnAttentionImpl::RnnAttentionImpl(const std::string& kind, int64_t hidden) {
 }
 
 torch::Tensor RnnAttentionImpl::keys(const torch::Tensor& memory) {
-  return key_ ? key_(memory) : memory;
+  return key_ ? linear(key_, memory) : memory;
 }
 
 std::pair<torch::Tensor, torch::Tensor> RnnAttentionImpl::forward(const torch::Tensor& query,
@@ -107,8 +108,8 @@ std::pair<torch::Tensor, torch::Tensor> RnnAttentionImpl::forward(const torch::T
                                                                   const torch::Tensor& bias) {
   const int64_t N = query.size(0), B = memory.size(0), S = memory.size(1);
   const auto q = query.view({B, N / B, query.size(1)});
-  const auto scores =
-      query_ ? additive_scores(query_(q), keys, v_->weight.view({-1})) : dot_scores(q, keys);
+  const auto scores = query_ ? additive_scores(linear(query_, q), keys, v_->weight.view({-1}))
+                             : dot_scores(q, keys);
   const auto weights = attention_weights(scores, bias);  // [B, group, S]
   return {torch::bmm(weights, memory).view({N, -1}), weights.view({N, S})};
 }
@@ -212,8 +213,8 @@ torch::Tensor RnnImpl::step(const torch::Tensor& gates0, RnnState& state, torch:
   const auto top = decoder_->step(gates0, state.feed, state.feed_weight, state.h, state.c);
   auto [context, w] = attention_(top, state.memory, state.keys, state.memory_bias);
   if (weights != nullptr) *weights = w;
-  state.feed = nmt::dropout(torch::tanh(combine_(torch::cat({context, top}, 1))), config().dropout,
-                            is_training());
+  state.feed = nmt::dropout(torch::tanh(linear(combine_, torch::cat({context, top}, 1))),
+                            config().dropout, is_training());
   return state.feed;
 }
 

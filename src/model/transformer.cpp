@@ -5,6 +5,7 @@
 #include "data/tensors.h"
 #include "model/attention.h"
 #include "model/dropout.h"
+#include "model/linear.h"
 #include "text/spm.h"
 #include "util/util.h"
 
@@ -60,17 +61,17 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
                                              const torch::Tensor& v, const torch::Tensor& bias,
                                              torch::Tensor* weights) {
   const double p = drop_probability();
-  return out_(attention_aten(q, k, v, bias, p, p > 0.0 ? dropout_key() : 0, weights));
+  return linear(out_, attention_aten(q, k, v, bias, p, p > 0.0 ? dropout_key() : 0, weights));
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
                                               const torch::Tensor& bias, torch::Tensor* weights) {
-  const auto q = cross_ ? q_(x) : qkv_(x);
-  const auto kv = cross_ ? kv_(memory) : torch::Tensor();
+  const auto q = cross_ ? linear(q_, x) : linear(qkv_, x);
+  const auto kv = cross_ ? linear(kv_, memory) : torch::Tensor();
   if (weights == nullptr && fused_attention_applies(q)) {
     // The key is drawn where the ATen path draws it: the two paths consume the generator alike.
     const double p = drop_probability();
-    return out_(attention_fused(q, kv, heads_, bias, p, p > 0.0 ? dropout_key() : 0));
+    return linear(out_, attention_fused(q, kv, heads_, bias, p, p > 0.0 ? dropout_key() : 0));
   }
   if (cross_) {
     const auto k_v = split_heads(kv, 2, heads_);
@@ -80,25 +81,28 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   return attend(qkv[0], qkv[1], qkv[2], bias, weights);
 }
 
-torch::Tensor MultiHeadAttentionImpl::memory_kv(const torch::Tensor& memory) { return kv_(memory); }
+torch::Tensor MultiHeadAttentionImpl::memory_kv(const torch::Tensor& memory) {
+  return linear(kv_, memory);
+}
 
 torch::Tensor MultiHeadAttentionImpl::step_self(const torch::Tensor& x, TransformerState& state,
                                                 size_t layer) {
   const int64_t N = x.size(0);
-  const auto qkv = qkv_(x.view({N, d_model_}));  // [N, 3d]: q | k | v
+  const auto qkv = linear(qkv_, x.view({N, d_model_}));  // [N, 3d]: q | k | v
   state.store(layer, qkv.narrow(1, d_model_, 2 * d_model_));
   // The newest position may attend to every cached one: no mask needed.
   const auto context =
       attention_step_gather(qkv.narrow(1, 0, d_model_), state.self_kv[layer], state.slots, heads_);
-  return out_(context).view({N, 1, d_model_});
+  return linear(out_, context).view({N, 1, d_model_});
 }
 
 torch::Tensor MultiHeadAttentionImpl::step_cross(const torch::Tensor& x, const torch::Tensor& kv,
                                                  const torch::Tensor& bias,
                                                  torch::Tensor* weights) {
   const int64_t N = x.size(0);
-  const auto context = attention_step_grouped(q_(x.view({N, d_model_})), kv, bias, heads_, weights);
-  return out_(context).view({N, 1, d_model_});
+  const auto context =
+      attention_step_grouped(linear(q_, x.view({N, d_model_})), kv, bias, heads_, weights);
+  return linear(out_, context).view({N, 1, d_model_});
 }
 
 double activation_dropout(const ModelConfig& c) {
@@ -112,7 +116,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout)
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  return fc2_(nmt::relu_dropout(fc1_(x), dropout_, is_training()));
+  return linear(fc2_, nmt::relu_dropout(linear(fc1_, x), dropout_, is_training()));
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c)

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include "util/util.h"
+
 namespace nmt {
 namespace {
 
@@ -143,6 +145,78 @@ void sgemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
   const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
   const int LDA = static_cast<int>(lda), LDB = static_cast<int>(ldb), LDC = static_cast<int>(ldc);
   sgemm_function()(&tb, &ta, &N, &M, &K, &alpha, b, &LDB, a, &LDA, &beta, c, &LDC);
+}
+
+namespace {
+
+// oneDNN's C API (dnnl.h; Debian's libdnnl-dev is not needed for two functions): row major,
+// 'N'/'T', 64-bit sizes; returns dnnl_status_t, 0 on success.
+using DnnlSgemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                            const float*, int64_t, float, float*, int64_t);
+struct DnnlVersion {
+  int major, minor, patch;
+  const char* hash;
+  unsigned cpu_runtime, gpu_runtime;
+};
+using DnnlVersionFn = const DnnlVersion* (*)();
+
+enum class GemmPolicy { kAuto, kBlas, kOnednn };
+
+// Largest inner size that "auto" gives oneDNN.
+constexpr int64_t kOnednnMaxInner = 512;
+
+GemmPolicy gemm_policy() {
+  static const GemmPolicy policy = [] {
+    const std::string v = env_or_empty("NMT_GEMM");
+    if (v.empty() || v == "auto") return GemmPolicy::kAuto;
+    if (v == "blas") return GemmPolicy::kBlas;
+    if (v == "onednn") return GemmPolicy::kOnednn;
+    throw Error("NMT_GEMM=" + v + ": expected auto, blas or onednn");
+  }();
+  return policy;
+}
+
+DnnlSgemmFn dnnl_sgemm_function() {
+  static const auto fn = reinterpret_cast<DnnlSgemmFn>(::dlsym(RTLD_DEFAULT, "dnnl_sgemm"));
+  return fn;
+}
+
+}  // namespace
+
+bool onednn_takes(int64_t m, int64_t n, int64_t k) {
+  const GemmPolicy policy = gemm_policy();
+  if (policy == GemmPolicy::kBlas || dnnl_sgemm_function() == nullptr) return false;
+  return m > 0 && n > 0 && k > 0 && (policy == GemmPolicy::kOnednn || k <= kOnednnMaxInner);
+}
+
+std::string gemm_policy_description() {
+  const GemmPolicy policy = gemm_policy();
+  if (policy == GemmPolicy::kBlas) return "the BLAS for every product (NMT_GEMM=blas)";
+  if (dnnl_sgemm_function() == nullptr)
+    return "the BLAS for every product (no oneDNN dnnl_sgemm in this LibTorch's process)";
+  std::string name = "oneDNN";
+  if (const auto version = reinterpret_cast<DnnlVersionFn>(::dlsym(RTLD_DEFAULT, "dnnl_version")))
+    if (const DnnlVersion* v = version())
+      name += " " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+              std::to_string(v->patch);
+  if (policy == GemmPolicy::kOnednn)
+    return name + " for the linear layers' forward and input-gradient products (NMT_GEMM=onednn)";
+  return name + " for the linear layers' forward and input-gradient products with an inner size " +
+         "up to " + std::to_string(kOnednnMaxInner) + ", the BLAS for the rest (NMT_GEMM=auto)";
+}
+
+std::string gemm_backend_description() {
+  return blas_description() + "; " + gemm_policy_description();
+}
+
+void onednn_sgemm_row_major(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                            const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                            float* c, int64_t ldc) {
+  const int status =
+      dnnl_sgemm_function()('N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (status != 0)
+    throw Error("oneDNN's dnnl_sgemm failed (status " + std::to_string(status) + ") on " +
+                std::to_string(m) + " x " + std::to_string(k) + " x " + std::to_string(n));
 }
 
 }  // namespace nmt

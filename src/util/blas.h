@@ -41,4 +41,29 @@ void sgemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
                      const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                      int64_t ldc);
 
+// Which library multiplies a float linear layer's forward and backward-data products on the CPU
+// (model/linear.h). NMT_GEMM says:
+//   auto (or unset)  oneDNN's dnnl_sgemm for products A op(B) with an inner size k <= 512, the
+//                    BLAS for the rest: there oneDNN measured 1.0-1.3x OpenBLAS on the model's
+//                    shapes, with AVX-512 and with AVX2 alike, and at larger k and for the
+//                    weight gradient (A transposed) it lost by up to 2x (docs/performance.md)
+//   blas             the BLAS (LibTorch's own products) for all
+//   onednn           oneDNN for every A op(B), any k
+// oneDNN is the libdnnl.so.2 that Debian's LibTorch loads (it picks its kernels for the CPU at
+// run time); a LibTorch without it in the process (pip's links it privately) uses the BLAS.
+// An unknown NMT_GEMM is an error, raised by the first call of either function below.
+bool onednn_takes(int64_t m, int64_t n, int64_t k);
+
+// For the log, e.g. "oneDNN 2.6.3 for products with an inner size up to 512 (NMT_GEMM=auto)".
+std::string gemm_policy_description();
+
+// What train, translate and eval log on the CPU: blas_description(), then the policy.
+std::string gemm_backend_description();
+
+// C = alpha A op(B) + beta C, row-major as sgemm_row_major, by oneDNN's dnnl_sgemm (on its own
+// OpenMP threads). Requires onednn_takes() to have said yes; beta 0 does not read C.
+void onednn_sgemm_row_major(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                            const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                            float* c, int64_t ldc);
+
 }  // namespace nmt

@@ -1,0 +1,94 @@
+#include "model/linear.h"
+
+#include <torch/autograd.h>
+
+#include "util/blas.h"
+
+namespace nmt {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// y [m, n] = a [m, k] op(b) (+ y, with accumulate), by the library the rule picks for the shape.
+// b is [n, k] with trans_b, else [k, n].
+void product(const torch::Tensor& a, const torch::Tensor& b, bool trans_b, torch::Tensor& y,
+             bool accumulate) {
+  const int64_t m = a.size(0), k = a.size(1), n = y.size(1);
+  if (onednn_takes(m, n, k)) {
+    onednn_sgemm_row_major(trans_b, m, n, k, 1.0f, a.data_ptr<float>(), k, b.data_ptr<float>(),
+                           trans_b ? k : n, accumulate ? 1.0f : 0.0f, y.data_ptr<float>(), n);
+  } else if (accumulate) {
+    y.addmm_(a, trans_b ? b.t() : b);
+  } else {
+    at::mm_out(y, a, trans_b ? b.t() : b);
+  }
+}
+
+// Inputs must be defined tensors: a layer without bias passes an empty one and has_bias false.
+struct Linear : torch::autograd::Function<Linear> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& bias,
+                               bool has_bias) {
+    const auto x2 = x.contiguous().view({-1, x.size(-1)});
+    const auto w = weight.contiguous();
+    // A fresh output: with one row, the expanded bias is contiguous, and .contiguous() would
+    // hand back the bias itself to accumulate into.
+    auto y = torch::empty({x2.size(0), w.size(0)}, x.options());
+    if (has_bias) y.copy_(bias.expand_as(y));
+    product(x2, w, /*trans_b=*/true, y, /*accumulate=*/has_bias);
+    ctx->save_for_backward({x2, w});
+    ctx->saved_data["has_bias"] = has_bias;
+    auto sizes = x.sizes().vec();
+    sizes.back() = w.size(0);
+    return y.view(sizes);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& x2 = saved[0];
+    const auto& w = saved[1];
+    const auto g = grads[0].contiguous().view({-1, w.size(0)});
+    torch::Tensor gx, gw, gb;
+    if (ctx->needs_input_grad(0)) {
+      gx = torch::empty({g.size(0), w.size(1)}, g.options());
+      product(g, w, /*trans_b=*/false, gx, /*accumulate=*/false);
+      auto sizes = grads[0].sizes().vec();  // x's: the output's with the input width last
+      sizes.back() = w.size(1);
+      gx = gx.view(sizes);
+    }
+    if (ctx->needs_input_grad(1)) gw = g.t().mm(x2);  // oneDNN lost on these by up to 2x
+    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) gb = g.sum(0);
+    return {gx, gw, gb, torch::Tensor()};
+  }
+};
+
+bool fused_linear_applies(const torch::Tensor& x, const torch::Tensor& weight,
+                          const torch::Tensor& bias) {
+  if (!x.device().is_cpu() || x.scalar_type() != torch::kFloat || x.dim() < 1) return false;
+  if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat || weight.dim() != 2)
+    return false;
+  if (bias.defined() && (!bias.device().is_cpu() || bias.scalar_type() != torch::kFloat))
+    return false;
+  const int64_t in = weight.size(1), out = weight.size(0);
+  if (x.size(-1) != in || x.numel() == 0) return false;  // ATen reports the mismatch
+  const int64_t m = x.numel() / in;
+  // Worth a node of its own only where oneDNN takes the forward or the input gradient.
+  return onednn_takes(m, out, in) || (x.requires_grad() && onednn_takes(m, in, out));
+}
+
+}  // namespace
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
+                     const torch::Tensor& bias) {
+  if (!fused_linear_applies(x, weight, bias)) return torch::nn::functional::linear(x, weight, bias);
+  return Linear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()),
+                       bias.defined());
+}
+
+torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
+  return linear(x, layer->weight, layer->bias);
+}
+
+}  // namespace nmt

@@ -1,0 +1,26 @@
+// A linear layer's product x W^T + b whose float CPU products may run on oneDNN.
+//
+// LibTorch 1.13 sends every float linear product to the BLAS (OpenBLAS here). oneDNN's sgemm, in
+// the same process (Debian's LibTorch links it), measured 1.0-1.3x faster on the model's products
+// with an inner size up to 512 (the forward products of the 256-wide layers, the input gradient
+// of the feed-forward's second layer) and slower on the others, with AVX-512 and with AVX2 alike
+// (docs/performance.md). So a float CPU layer runs as one autograd node that hands each of its
+// products to the library util/blas.h's onednn_takes() names: the forward x W^T and the input
+// gradient g W one by one, the weight gradient g^T x always to the BLAS (oneDNN lost there by up
+// to 2x). Both libraries split a product the same way at every call for a fixed thread count, so
+// training stays bit-exact on resume. Everything else (CUDA, other dtypes, no oneDNN in the
+// process, NMT_GEMM=blas) is torch::nn::functional::linear.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace nmt {
+
+// x [..., in] W^T [in, out] + b [out] (b may be undefined).
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
+                     const torch::Tensor& bias = {});
+
+// The layer's own weight and bias.
+torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x);
+
+}  // namespace nmt
