@@ -210,7 +210,7 @@ TEST(EndToEnd, ShippedRecipesTrainBriefly) {
                             r.output.find("SapphireRapids kernels") != std::string::npos;
         EXPECT_TRUE(avx512) << r.output;
       }
-      // Debian's LibTorch has oneDNN in the process (pip's CUDA builds keep theirs private).
+      // Debian's LibTorch has oneDNN in the process (pip's CUDA builds link it statically).
       if (!torch::cuda::is_available() && std::getenv("NMT_GEMM") == nullptr) {
         EXPECT_NE(r.output.find("; oneDNN "), std::string::npos) << r.output;
         EXPECT_NE(r.output.find("(NMT_GEMM=auto)"), std::string::npos) << r.output;

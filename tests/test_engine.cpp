@@ -249,7 +249,7 @@ TEST(GenericPath, DropoutOnLowPrecisionRoundsOnce) {
 // the BLAS (256 -> 1024), the reverse (1024 -> 256), both (256 -> 768), with and without bias,
 // 1-, 2- and 3-dimensional and non-contiguous inputs, one row, an input without gradient.
 TEST(GenericPath, LinearEqualsLibTorchsLinear) {
-  // Debian's LibTorch loads oneDNN (libdnnl.so.2); pip's CUDA builds keep it private.
+  // Debian's LibTorch loads oneDNN (libdnnl.so.2); pip's CUDA builds link it statically.
   if (!torch::cuda::is_available() && std::getenv("NMT_GEMM") == nullptr) {
     EXPECT_TRUE(nmt::onednn_takes(3920, 768, 256)) << nmt::gemm_policy_description();
     EXPECT_FALSE(nmt::onednn_takes(3920, 256, 1024));

@@ -64,8 +64,8 @@ struct Linear : torch::autograd::Function<Linear> {
   }
 };
 
-bool fused_linear_applies(const torch::Tensor& x, const torch::Tensor& weight,
-                          const torch::Tensor& bias) {
+bool own_node_applies(const torch::Tensor& x, const torch::Tensor& weight,
+                      const torch::Tensor& bias) {
   if (!x.device().is_cpu() || x.scalar_type() != torch::kFloat || x.dim() < 1) return false;
   if (!weight.device().is_cpu() || weight.scalar_type() != torch::kFloat || weight.dim() != 2)
     return false;
@@ -82,7 +82,7 @@ bool fused_linear_applies(const torch::Tensor& x, const torch::Tensor& weight,
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) {
-  if (!fused_linear_applies(x, weight, bias)) return torch::nn::functional::linear(x, weight, bias);
+  if (!own_node_applies(x, weight, bias)) return torch::nn::functional::linear(x, weight, bias);
   return Linear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()),
                        bias.defined());
 }

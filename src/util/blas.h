@@ -50,7 +50,8 @@ void sgemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
 //   blas             the BLAS (LibTorch's own products) for all
 //   onednn           oneDNN for every A op(B), any k
 // oneDNN is the libdnnl.so.2 that Debian's LibTorch loads (it picks its kernels for the CPU at
-// run time); a LibTorch without it in the process (pip's links it privately) uses the BLAS.
+// run time); a process without dnnl_sgemm uses the BLAS (pip's CUDA LibTorch links oneDNN
+// statically; whether it exports the symbol was not checked).
 // An unknown NMT_GEMM is an error, raised by the first call of either function below.
 bool onednn_takes(int64_t m, int64_t n, int64_t k);
 
