@@ -26,7 +26,8 @@ void product(const torch::Tensor& a, const torch::Tensor& b, bool trans_b, torch
   }
 }
 
-// Inputs must be defined tensors: a layer without bias passes an empty one and has_bias false.
+// Inputs must be defined tensors: a layer without bias passes an empty one (which needs no
+// gradient) and has_bias false.
 struct Linear : torch::autograd::Function<Linear> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias,
@@ -39,7 +40,6 @@ struct Linear : torch::autograd::Function<Linear> {
     if (has_bias) y.copy_(bias.expand_as(y));
     product(x2, w, /*trans_b=*/true, y, /*accumulate=*/has_bias);
     ctx->save_for_backward({x2, w});
-    ctx->saved_data["has_bias"] = has_bias;
     auto sizes = x.sizes().vec();
     sizes.back() = w.size(0);
     return y.view(sizes);
@@ -59,7 +59,7 @@ struct Linear : torch::autograd::Function<Linear> {
       gx = gx.view(sizes);
     }
     if (ctx->needs_input_grad(1)) gw = g.t().mm(x2);  // oneDNN lost on these by up to 2x
-    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) gb = g.sum(0);
+    if (ctx->needs_input_grad(2)) gb = g.sum(0);
     return {gx, gw, gb, torch::Tensor()};
   }
 };

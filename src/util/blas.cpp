@@ -14,8 +14,10 @@ namespace {
 using StringFn = char* (*)();
 using VoidFn = void (*)();
 
+// A function of any library loaded in the process (OpenBLAS's, the BLAS's sgemm_, oneDNN's), or
+// null.
 template <typename Fn>
-Fn openblas_function(const char* name) {
+Fn process_function(const char* name) {
   return reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, name));
 }
 
@@ -60,9 +62,9 @@ bool cpu_has_avx512() {
 }
 
 void select_blas_kernels() {
-  const auto corename = openblas_function<StringFn>("openblas_get_corename");
-  const auto dynamic_init = openblas_function<VoidFn>("gotoblas_dynamic_init");
-  const auto dynamic_quit = openblas_function<VoidFn>("gotoblas_dynamic_quit");
+  const auto corename = process_function<StringFn>("openblas_get_corename");
+  const auto dynamic_init = process_function<VoidFn>("gotoblas_dynamic_init");
+  const auto dynamic_quit = process_function<VoidFn>("gotoblas_dynamic_quit");
   // Not OpenBLAS, or a build for one architecture: nothing to choose.
   if (corename == nullptr || dynamic_init == nullptr || dynamic_quit == nullptr) return;
   const char* core = corename();
@@ -94,10 +96,10 @@ void select_blas_kernels() {
 }
 
 std::string blas_description() {
-  const auto corename = openblas_function<StringFn>("openblas_get_corename");
+  const auto corename = process_function<StringFn>("openblas_get_corename");
   if (corename == nullptr) return "a BLAS without OpenBLAS's query functions";
   std::string out = "OpenBLAS";
-  if (const auto config = openblas_function<StringFn>("openblas_get_config")) {
+  if (const auto config = process_function<StringFn>("openblas_get_config")) {
     // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64": take the version.
     const std::string c = config();
     const size_t from = c.find(' ');
@@ -129,7 +131,7 @@ using SgemmFn = void (*)(const char*, const char*, const int*, const int*, const
                          const int*);
 
 SgemmFn sgemm_function() {
-  static const auto fn = reinterpret_cast<SgemmFn>(::dlsym(RTLD_DEFAULT, "sgemm_"));
+  static const auto fn = process_function<SgemmFn>("sgemm_");
   return fn;
 }
 
@@ -177,7 +179,7 @@ GemmPolicy gemm_policy() {
 }
 
 DnnlSgemmFn dnnl_sgemm_function() {
-  static const auto fn = reinterpret_cast<DnnlSgemmFn>(::dlsym(RTLD_DEFAULT, "dnnl_sgemm"));
+  static const auto fn = process_function<DnnlSgemmFn>("dnnl_sgemm");
   return fn;
 }
 
@@ -195,7 +197,7 @@ std::string gemm_policy_description() {
   if (dnnl_sgemm_function() == nullptr)
     return "the BLAS for every product (no oneDNN dnnl_sgemm in this LibTorch's process)";
   std::string name = "oneDNN";
-  if (const auto version = reinterpret_cast<DnnlVersionFn>(::dlsym(RTLD_DEFAULT, "dnnl_version")))
+  if (const auto version = process_function<DnnlVersionFn>("dnnl_version"))
     if (const DnnlVersion* v = version())
       name += " " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
               std::to_string(v->patch);

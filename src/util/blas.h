@@ -55,7 +55,8 @@ void sgemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
 // An unknown NMT_GEMM is an error, raised by the first call of either function below.
 bool onednn_takes(int64_t m, int64_t n, int64_t k);
 
-// For the log, e.g. "oneDNN 2.6.3 for products with an inner size up to 512 (NMT_GEMM=auto)".
+// For the log, e.g. "oneDNN 2.6.3 for the linear layers' forward and input-gradient products with
+// an inner size up to 512, the BLAS for the rest (NMT_GEMM=auto)".
 std::string gemm_policy_description();
 
 // What train, translate and eval log on the CPU: blas_description(), then the policy.
