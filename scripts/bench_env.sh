@@ -2,15 +2,17 @@
 # Training throughput under different environment settings (OpenMP wait policy, OpenBLAS kernels,
 # anything nmt or its libraries read at start-up), runs interleaved in one run on this machine:
 # configs/multi30k_en_de_base.json, STEPS steps a run, the first 10 not counted, one shared
-# vocabulary so that only the setting differs. Each SETTING is one or more VAR=VALUE separated by
-# commas, or "default" for the environment as it is.
+# vocabulary so that only the setting differs. Each SETTING is one or more VAR=VALUE (environment)
+# or set:KEY=VALUE (a config setting, nmt's --set) separated by commas, or "default" for the
+# environment and config as they are.
 #   scripts/bench_env.sh STEPS THREADS REPEATS SETTING...
 #   e.g. scripts/bench_env.sh 40 2 2 default OMP_WAIT_POLICY=passive GOMP_SPINCOUNT=10000
+#        scripts/bench_env.sh 40 2 2 default set:train.precision=bf16
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 source scripts/bench_lib.sh
-[[ $# -ge 4 ]] || { sed -n '2,8p' "$0" >&2; exit 2; }
+[[ $# -ge 4 ]] || { sed -n '2,10p' "$0" >&2; exit 2; }
 STEPS="$1" THREADS="$2" REPEATS="$3"
 shift 3
 SETTINGS=("$@")
@@ -23,11 +25,14 @@ common=("${BENCH_ARGS[@]}" --set train.threads="$THREADS")
 SPM=$(shared_vocab "$OUT/vocab" "${common[@]}")
 for ((i = 1; i <= REPEATS; i++)); do
   for setting in "${SETTINGS[@]}"; do
-    vars=()
-    [[ $setting != default ]] && IFS=, read -r -a vars <<<"$setting"
+    items=() vars=() sets=()
+    [[ $setting != default ]] && IFS=, read -r -a items <<<"$setting"
+    for item in "${items[@]}"; do
+      if [[ $item == set:* ]]; then sets+=(--set "${item#set:}"); else vars+=("$item"); fi
+    done
     run="$OUT/$(echo "$setting" | tr -c 'A-Za-z0-9_.=-' '_')-$i"
     /usr/bin/time -f '%U %S' -o "$run.cpu" env "${vars[@]}" build/nmt train "${common[@]}" \
-      --run-dir "$run" --set vocab.model="$SPM" >"$run.log" 2>&1
+      "${sets[@]}" --run-dir "$run" --set vocab.model="$SPM" >"$run.log" 2>&1
     read -r user sys <"$run.cpu"
     printf '%-40s %8s tgt tok/s  user %6.1f s  sys %5.1f s  | %s\n' "$setting" \
       "$(train_rate "$run/metrics.jsonl" 1)" "$user" "$sys" "$(grep -o 'GEMM backend: .*' "$run.log")"

@@ -53,12 +53,16 @@ translate_rate() {
 
 # gemm_peak THREADS: the machine's sgemm peak in GFLOP/s at THREADS threads, measured now: the
 # best of OpenBLAS (its own kernel choice) and oneDNN on 2048³ and 4096³ products
-# (tests/bench/gemm_backends.cpp, built here with g++ in a second). The full report goes to stderr.
+# (tests/bench/gemm_backends.cpp, built here with g++ in a second). The full report goes to stderr
+# and to bench/gemm_peak.txt, whose bf16_peak_gflops line (CPUs with AVX512-BF16) is oneDNN's
+# bfloat16 GEMM on the same products.
 gemm_peak() {
-  local bin="$ROOT/bench/gemm_backends"
+  local bin="$ROOT/bench/gemm_backends" report="$ROOT/bench/gemm_peak.txt"
   mkdir -p "$ROOT/bench"
   g++ -O2 -fopenmp "$ROOT/tests/bench/gemm_backends.cpp" -ldl -o "$bin"
-  env -u OPENBLAS_CORETYPE "$bin" --peak "$1" 3 | tee /dev/stderr | sed -n 's/^peak_gflops \([0-9.]*\).*/\1/p'
+  env -u OPENBLAS_CORETYPE "$bin" --peak "$1" 3 >"$report"
+  cat "$report" >&2
+  sed -n 's/^peak_gflops \([0-9.]*\).*/\1/p' "$report"
 }
 
 # train_flops_per_token CONFIG SPM: training FLOPs per target token of CONFIG's Transformer on its

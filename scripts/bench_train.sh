@@ -3,6 +3,9 @@
 # SentencePiece model, same steps, same threads, in one run on this machine; then the machine's
 # sgemm peak, measured in the same run, and the fraction of it that training turns into useful work.
 #   scripts/bench_train.sh [STEPS] [THREADS]     (defaults: 100 steps, 2 threads)
+# NMT_SET="KEY=VALUE ..." adds config settings to nmt's run, e.g. NMT_SET=train.precision=bf16
+# (bfloat16 products on AVX512-BF16 CPUs; the peer stays float32, its only CPU precision). The
+# efficiency figure is always taken against the float32 (sgemm) peak.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -16,11 +19,14 @@ require_nmt
 [[ -f "$PEER" ]] || { echo "peer script not found: $PEER" >&2; exit 1; }
 ensure_multi30k
 
+EXTRA=()
+for kv in ${NMT_SET:-}; do EXTRA+=(--set "$kv"); done
+
 rm -rf "$OUT" && mkdir -p "$OUT"
-echo "== nmt: configs/multi30k_en_de_base.json, $STEPS steps, $THREADS threads"
+echo "== nmt: configs/multi30k_en_de_base.json, $STEPS steps, $THREADS threads ${NMT_SET:-}"
 scripts/peak_rss.py "$OUT/nmt.rss" build/nmt train --config configs/multi30k_en_de_base.json --run-dir "$OUT/nmt" \
   --set train.max_steps="$STEPS" --set train.threads="$THREADS" --set train.log_every=10 \
-  --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= 2>&1 | tee "$OUT/nmt.log" | grep -E "step|data" || true
+  --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= "${EXTRA[@]}" 2>&1 | tee "$OUT/nmt.log" | grep -E "step|data" || true
 ours=$(train_rate "$OUT/nmt/metrics.jsonl")
 
 echo "== peer: $PEER, $STEPS steps, $THREADS threads"
@@ -32,12 +38,14 @@ echo "== the machine's sgemm peak at $THREADS threads, now"
 peak=$(gemm_peak "$THREADS")
 mflop=$(train_flops_per_token configs/multi30k_en_de_base.json "$OUT/nmt/spm.model")
 
+bf16_peak=$(sed -n 's/^bf16_peak_gflops \([0-9.]*\).*/\1/p' "$ROOT/bench/gemm_peak.txt")
+
 python3 - "$ours" "$peer" "$STEPS" "$THREADS" "$(cat "$OUT/nmt.rss")" "$(cat "$OUT/peer.rss")" \
-  "$peak" "$mflop" <<'PY'
+  "$peak" "$mflop" "${bf16_peak:-0}" <<'PY'
 import sys
 ours, peer, steps, threads = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
 rss_ours, rss_peer = int(sys.argv[5]), int(sys.argv[6])
-peak, mflop = float(sys.argv[7]), float(sys.argv[8])
+peak, mflop, bf16_peak = float(sys.argv[7]), float(sys.argv[8]), float(sys.argv[9])
 print(f"\ntraining target tokens/s over {steps} steps at {threads} threads")
 print(f"  nmt  : {ours:9.1f}")
 print(f"  peer : {peer:9.1f}")
@@ -49,4 +57,6 @@ print(f"  ratio: {rss_ours / rss_peer:9.2f}x")
 useful = ours * mflop / 1e3
 print(f"efficiency: {mflop:.2f} MFLOP per target token x {ours:.1f} tok/s = {useful:.1f} GFLOP/s")
 print(f"  of the sgemm peak measured now ({peak:.1f} GFLOP/s at {threads} threads): {useful / peak:.1%}")
+if bf16_peak > 0:
+    print(f"  of the bfloat16 GEMM peak measured now ({bf16_peak:.1f} GFLOP/s): {useful / bf16_peak:.1%}")
 PY

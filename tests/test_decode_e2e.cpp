@@ -17,6 +17,7 @@
 #include "eval/metrics.h"
 #include "helpers.h"
 #include "quickstart_run.h"
+#include "util/blas.h"
 
 using nlohmann::json;
 using nmt_test::read_lines_of;
@@ -289,6 +290,28 @@ TEST_F(QuickstartRun, Int8QuantizedModelTranslatesAndScoresCloseToFloat) {
   const auto bad = run_command(translate("--quantize int4 --input " + src + " 2>&1"));
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.output.find("--quantize must be int8"), std::string::npos) << bad.output;
+}
+
+// --precision bf16 on the CPU (bfloat16 products) scores close to float, where the CPU has them;
+// elsewhere it is refused with the reason.
+TEST_F(QuickstartRun, Bf16ProductsOnTheCpuScoreCloseToFloat) {
+  const std::string src = data() + "/test.en", ref = data() + "/test.de";
+  const std::string eval = nmt_bin() + " eval --checkpoint " + run() + " --device cpu" +
+                           " --threads 1 --beam 1 --src " + src + " --ref " + ref + " --json";
+  if (!nmt::have_bf16_gemm()) {
+    const auto r = run_command(eval + " --precision bf16 2>&1");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.output.find(nmt::bf16_gemm_missing()), std::string::npos) << r.output;
+    return;
+  }
+  const auto f = run_command(eval + " 2>/dev/null");
+  const auto b = run_command(eval + " --precision bf16 2>" + path("bf16.log"));
+  ASSERT_EQ(f.status, 0) << f.output;
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_NE(nmt_test::read_text(path("bf16.log")).find("precision bf16"), std::string::npos);
+  const auto jf = json::parse(f.output), jb = json::parse(b.output);
+  EXPECT_NEAR(jb["chrf"].get<double>(), jf["chrf"].get<double>(), 3.0);
+  EXPECT_NEAR(jb["bleu"].get<double>(), jf["bleu"].get<double>(), 3.0);
 }
 
 TEST_F(QuickstartRun, AveragedCheckpointTranslates) {

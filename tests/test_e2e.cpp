@@ -244,12 +244,13 @@ TEST(EndToEnd, DeviceAndPrecisionErrorsAreClear) {
   std::vector<Case> cases = {
       {train + " --device tpu",
        "train.device: must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"tpu\""},
-      {train + " --device cpu --set train.precision=bf16", "train.precision bf16 runs on CUDA only"},
+      {train + " --device cpu --set train.precision=fp16",
+       "train.precision fp16 runs on CUDA only"},
       {" translate --checkpoint " + (dir / "none") + " --device cuda --quantize int8",
        "--quantize int8 runs on the CPU only"},
       {" translate --checkpoint " + (dir / "none") + " --device gpu", "--device: unknown device"},
-      {" translate --checkpoint " + (dir / "none") + " --device cpu --precision bf16",
-       "--precision bf16 runs on CUDA only"},
+      {" translate --checkpoint " + (dir / "none") + " --device cpu --precision fp16",
+       "--precision fp16 runs on CUDA only"},
   };
   if (!torch::cuda::is_available())
     cases.push_back({train + " --device cuda", "train.device cuda: no CUDA device is available"});

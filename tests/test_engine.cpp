@@ -309,6 +309,60 @@ TEST(GenericPath, LinearEqualsLibTorchsLinear) {
   }
 }
 
+// Precision bf16 on the CPU: each of a layer's three products equals the float64 product of the
+// bfloat16-rounded operands (x, W, the output gradient), up to float accumulation; the bias and
+// its gradient stay float. Backward follows the forward's precision even when it runs after the
+// guard is gone (the trainer's backward does), and the same call gives the same bits again.
+TEST(GenericPath, Bf16ProductsEqualProductsOfRoundedOperands) {
+  if (!nmt::have_bf16_gemm()) GTEST_SKIP() << nmt::bf16_gemm_missing();
+  torch::manual_seed(12);
+  auto rounded = [](const torch::Tensor& t) {
+    return t.detach().to(torch::kBFloat16).to(torch::kDouble);
+  };
+  auto expect_close = [](const torch::Tensor& got, const torch::Tensor& want) {
+    ASSERT_EQ(got.scalar_type(), torch::kFloat);
+    ASSERT_EQ(got.sizes(), want.sizes());
+    const double err = (got.to(torch::kDouble) - want).abs().max().item<double>();
+    EXPECT_LT(err, 1e-5 * (1 + want.abs().max().item<double>())) << err;
+  };
+  struct Case {
+    std::vector<int64_t> x_shape;
+    int64_t out;
+    bool bias;
+  };
+  for (const Case& c : std::vector<Case>{{{7, 5, 256}, 1024, true},
+                                         {{35, 1024}, 256, false},
+                                         {{1, 40}, 24, true},
+                                         {{3, 2, 256}, 8000, true}}) {
+    SCOPED_TRACE(std::to_string(c.x_shape.back()) + " -> " + std::to_string(c.out));
+    const int64_t in = c.x_shape.back();
+    auto x = torch::randn(c.x_shape).requires_grad_(true);
+    auto w = (torch::randn({c.out, in}) / std::sqrt(static_cast<double>(in))).requires_grad_(true);
+    auto b = c.bias ? torch::randn({c.out}).requires_grad_(true) : torch::Tensor();
+    torch::Tensor y;
+    {
+      const nmt::Bf16ProductsGuard guard;
+      EXPECT_TRUE(nmt::bf16_products());
+      y = nmt::linear(x, w, b);
+    }
+    EXPECT_FALSE(nmt::bf16_products());
+    auto want = torch::matmul(rounded(x), rounded(w).t());
+    if (c.bias) want = want + b.detach().to(torch::kDouble);
+    expect_close(y, want);
+    const auto g = torch::randn(y.sizes());
+    y.backward(g);
+    const auto g2 = rounded(g).reshape({-1, c.out});
+    expect_close(x.grad(), torch::matmul(g2, rounded(w)).reshape(x.sizes()));
+    expect_close(w.grad(), torch::matmul(g2.t(), rounded(x).reshape({-1, in})));
+    if (c.bias) expect_close(b.grad(), g.reshape({-1, c.out}).to(torch::kDouble).sum(0));
+    // Float products differ from these: the guard is what chose bf16.
+    EXPECT_FALSE(torch::equal(nmt::linear(x, w, b), y));
+    torch::NoGradGuard no_grad;
+    const nmt::Bf16ProductsGuard guard;
+    EXPECT_TRUE(torch::equal(nmt::linear(x, w, b), y.detach()));
+  }
+}
+
 TEST(GenericPath, ExpApproximation) {
   double worst = 0;
   for (float x = -87.0f; x <= 88.0f; x += 0.0137f)
@@ -405,15 +459,30 @@ TEST(Device, NamesResolveOrFailClearly) {
   } else {
     EXPECT_THROW(resolve_device("cuda:99", "--device"), Error);
   }
-  // Low precision is CUDA autocast: refused on the CPU, naming the key.
+  // fp16 is CUDA autocast: refused on the CPU, naming the key. bf16 runs on a CPU with native
+  // bfloat16 products, and is refused with the reason on others.
   EXPECT_EQ(parse_precision("fp32", torch::kCPU, "x"), Precision::kFp32);
   try {
-    parse_precision("bf16", torch::kCPU, "train.precision");
-    FAIL() << "bf16 accepted on the CPU";
+    parse_precision("fp16", torch::kCPU, "train.precision");
+    FAIL() << "fp16 accepted on the CPU";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("train.precision bf16 runs on CUDA only"),
+    EXPECT_NE(std::string(e.what()).find("train.precision fp16 runs on CUDA only"),
               std::string::npos)
         << e.what();
+  }
+  if (nmt::have_bf16_gemm()) {
+    EXPECT_EQ(parse_precision("bf16", torch::kCPU, "x"), Precision::kBf16);
+  } else {
+    try {
+      parse_precision("bf16", torch::kCPU, "train.precision");
+      FAIL() << "bf16 accepted on a CPU without bfloat16 products";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("train.precision bf16 on the CPU multiplies in "
+                                           "bfloat16, but " +
+                                           nmt::bf16_gemm_missing()),
+                std::string::npos)
+          << e.what();
+    }
   }
   EXPECT_THROW(parse_precision("fp8", torch::kCPU, "x"), Error);
 }
@@ -445,8 +514,18 @@ TEST(Device, AutocastGuardRestoresTheState) {
   {
     const AutocastGuard none(torch::kCPU, Precision::kFp32);
     EXPECT_EQ(mm().scalar_type(), torch::kFloat);
+    EXPECT_FALSE(nmt::bf16_products());
   }
   EXPECT_EQ(mm().scalar_type(), torch::kFloat);
+  // bf16 on the CPU is nmt's bfloat16 products, not ATen's CPU autocast: outputs stay float.
+  if (nmt::have_bf16_gemm()) {
+    {
+      const AutocastGuard bf16(torch::kCPU, Precision::kBf16);
+      EXPECT_TRUE(nmt::bf16_products());
+      EXPECT_EQ(mm().scalar_type(), torch::kFloat);
+    }
+    EXPECT_FALSE(nmt::bf16_products());
+  }
 }
 
 TEST(Masks, MadeOnTheInputsDeviceInTheModelsDtype) {

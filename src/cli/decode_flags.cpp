@@ -28,8 +28,10 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
       "int8: dynamic int8 quantization of the output projection (CPU; faster, may cost BLEU)");
   cmd->add_option("--device", flags.device,
                   "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N (default: auto)");
-  cmd->add_option("--precision", flags.precision,
-                  "fp32, or bf16 / fp16 (CUDA autocast: faster, may cost BLEU) (default: fp32)");
+  cmd->add_option(
+      "--precision", flags.precision,
+      "fp32, or bf16 / fp16 (CUDA autocast; bf16 also on AVX512-BF16 CPUs: faster, may cost "
+      "BLEU) (default: fp32)");
 }
 
 void check_decode_flags(const DecodeFlags& flags) {
@@ -55,10 +57,12 @@ LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& 
   const torch::Device device = int8 && flags.device == "auto"
                                    ? torch::Device(torch::kCPU)
                                    : resolve_device(flags.device, "--device");
-  parse_precision(flags.precision, device, "--precision");  // refuses bf16/fp16 off CUDA early
+  // Refuses fp16 off CUDA, and bf16 on a CPU without native bfloat16 products, early.
+  const Precision precision = parse_precision(flags.precision, device, "--precision");
   LoadedModel m = load_model(checkpoint, device);
   spdlog::info("device {}, precision {}", describe_device(device), flags.precision);
-  if (device.is_cpu()) spdlog::info("GEMM backend: {}", gemm_backend_description());
+  if (device.is_cpu())
+    spdlog::info("GEMM backend: {}", gemm_backend_description(precision == Precision::kBf16));
   if (int8) {
     m.model->quantize_int8();
     spdlog::info("output projection quantized to int8 (dynamic, {}-bit activations)",

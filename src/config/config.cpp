@@ -186,7 +186,8 @@ void visit(TrainConfig& c, V& v) {
     device_name());
   v("precision", c.precision,
     "fp32 | bf16 | fp16: mixed precision by CUDA autocast, weights and Adam state stay fp32, the "
-    "loss in fp32; fp16 adds dynamic loss scaling",
+    "loss in fp32; fp16 adds dynamic loss scaling. On the CPU, bf16 runs the linear layers' "
+    "products in bfloat16 (AVX512-BF16 CPUs), all else in fp32",
     one_of({"fp32", "bf16", "fp16"}));
   v("log_every", c.log_every, "steps between log lines and metrics.jsonl rows, plus one at the end",
     at_least(1));

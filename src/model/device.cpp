@@ -8,6 +8,8 @@
 
 #include "config/config.h"
 #include "model/compat.h"
+#include "model/linear.h"
+#include "util/blas.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -92,9 +94,12 @@ Precision parse_precision(const std::string& name, const torch::Device& device,
     p = Precision::kFp16;
   else
     throw Error(what + ": unknown precision \"" + name + "\" (fp32, bf16 or fp16)");
-  if (p != Precision::kFp32 && !device.is_cuda())
-    throw Error(what + " " + name + " runs on CUDA only (autocast); on " + device.str() +
-                " use fp32");
+  if (p == Precision::kFp16 && !device.is_cuda())
+    throw Error(what + " fp16 runs on CUDA only (autocast); on " + device.str() +
+                " use fp32 or bf16");
+  if (p == Precision::kBf16 && device.is_cpu() && !have_bf16_gemm())
+    throw Error(what + " bf16 on the CPU multiplies in bfloat16, but " + bf16_gemm_missing() +
+                "; use fp32");
   return p;
 }
 
@@ -111,6 +116,10 @@ const char* precision_name(Precision precision) {
 
 AutocastGuard::AutocastGuard(const torch::Device& device, Precision precision) {
   if (precision == Precision::kFp32) return;
+  if (device.is_cpu()) {  // parse_precision let only bf16 through
+    cpu_bf16_ = std::make_unique<Bf16ProductsGuard>();
+    return;
+  }
   active_ = true;
   type_ = device.type();
   const auto previous = compat::get_autocast(type_);

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,18 +35,22 @@ void set_cuda_generator_states(const std::vector<torch::Tensor>& states);
 
 enum class Precision {
   kFp32,  // everything in float32
-  kBf16,  // CUDA autocast to bfloat16
+  kBf16,  // CUDA autocast to bfloat16; on the CPU, the linear layers' products in bfloat16
   kFp16,  // CUDA autocast to float16 (training adds dynamic loss scaling)
 };
 
-// "fp32", "bf16" or "fp16"; throws Error naming `what` otherwise, or when the low precisions are
-// asked for off CUDA (autocast is used on CUDA only here).
+// "fp32", "bf16" or "fp16"; throws Error naming `what` otherwise, for fp16 off CUDA, and for bf16
+// on a CPU without native bfloat16 products (util/blas.h's have_bf16_gemm).
 Precision parse_precision(const std::string& name, const torch::Device& device,
                           const std::string& what);
 const char* precision_name(Precision precision);
 
+class Bf16ProductsGuard;
+
 // Autocast to the precision's dtype on CUDA for the guard's lifetime; nothing for fp32.
-// Matrix products then run in the low precision, softmax, norms and losses in float32.
+// Matrix products then run in the low precision, softmax, norms and losses in float32. On the CPU,
+// bf16 is model/linear.h's Bf16ProductsGuard instead: ATen's CPU autocast would hand bfloat16
+// activations to every op after a product.
 class AutocastGuard {
  public:
   AutocastGuard(const torch::Device& device, Precision precision);
@@ -58,6 +63,7 @@ class AutocastGuard {
   torch::DeviceType type_ = torch::kCPU;
   bool previous_enabled_ = false;
   torch::ScalarType previous_dtype_ = torch::kFloat;
+  std::unique_ptr<Bf16ProductsGuard> cpu_bf16_;
 };
 
 }  // namespace nmt

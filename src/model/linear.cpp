@@ -3,6 +3,7 @@
 #include <torch/autograd.h>
 
 #include "util/blas.h"
+#include "util/util.h"
 
 namespace nmt {
 
@@ -26,20 +27,44 @@ void product(const torch::Tensor& a, const torch::Tensor& b, bool trans_b, torch
   }
 }
 
+// The raw bits of a contiguous bfloat16 tensor, as oneDNN takes them.
+const uint16_t* bits(const torch::Tensor& t) {
+  return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>());
+}
+
+// y [m, n] = op(a) op(b) (+ y, with accumulate) for contiguous bfloat16 a and b: op(a) is a's
+// transpose with trans_a (a is then [k, m]), op(b) likewise.
+void bf16_product(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, bool trans_b,
+                  torch::Tensor& y, bool accumulate) {
+  const int64_t m = y.size(0), n = y.size(1), k = trans_a ? a.size(0) : a.size(1);
+  onednn_bf16_gemm_row_major(trans_a, trans_b, m, n, k, 1.0f, bits(a), a.size(1), bits(b),
+                             b.size(1), accumulate ? 1.0f : 0.0f, y.data_ptr<float>(), n);
+}
+
+torch::Tensor to_bf16(const torch::Tensor& t) { return t.to(torch::kBFloat16).contiguous(); }
+
 // Inputs must be defined tensors: a layer without bias passes an empty one (which needs no
-// gradient) and has_bias false.
+// gradient) and has_bias false. With bf16, the products take bfloat16 copies of x, W and the
+// output gradient, and those copies (half the size) are what backward keeps.
 struct Linear : torch::autograd::Function<Linear> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias,
-                               bool has_bias) {
+                               bool has_bias, bool bf16) {
     const auto x2 = x.contiguous().view({-1, x.size(-1)});
     const auto w = weight.contiguous();
     // A fresh output: with one row, the expanded bias is contiguous, and .contiguous() would
     // hand back the bias itself to accumulate into.
     auto y = torch::empty({x2.size(0), w.size(0)}, x.options());
     if (has_bias) y.copy_(bias.expand_as(y));
-    product(x2, w, /*trans_b=*/true, y, /*accumulate=*/has_bias);
-    ctx->save_for_backward({x2, w});
+    if (bf16) {
+      const auto xb = to_bf16(x2), wb = to_bf16(w);
+      bf16_product(xb, false, wb, /*trans_b=*/true, y, /*accumulate=*/has_bias);
+      ctx->save_for_backward({xb, wb});
+    } else {
+      product(x2, w, /*trans_b=*/true, y, /*accumulate=*/has_bias);
+      ctx->save_for_backward({x2, w});
+    }
+    ctx->saved_data["bf16"] = bf16;
     auto sizes = x.sizes().vec();
     sizes.back() = w.size(0);
     return y.view(sizes);
@@ -49,20 +74,35 @@ struct Linear : torch::autograd::Function<Linear> {
     const auto saved = ctx->get_saved_variables();
     const auto& x2 = saved[0];
     const auto& w = saved[1];
+    const bool bf16 = ctx->saved_data["bf16"].toBool();
     const auto g = grads[0].contiguous().view({-1, w.size(0)});
+    const bool need_gx = ctx->needs_input_grad(0), need_gw = ctx->needs_input_grad(1);
+    const auto gb16 = bf16 && (need_gx || need_gw) ? to_bf16(g) : torch::Tensor();
     torch::Tensor gx, gw, gb;
-    if (ctx->needs_input_grad(0)) {
+    if (need_gx) {
       gx = torch::empty({g.size(0), w.size(1)}, g.options());
-      product(g, w, /*trans_b=*/false, gx, /*accumulate=*/false);
+      if (bf16)
+        bf16_product(gb16, false, w, /*trans_b=*/false, gx, /*accumulate=*/false);
+      else
+        product(g, w, /*trans_b=*/false, gx, /*accumulate=*/false);
       auto sizes = grads[0].sizes().vec();  // x's: the output's with the input width last
       sizes.back() = w.size(1);
       gx = gx.view(sizes);
     }
-    if (ctx->needs_input_grad(1)) gw = g.t().mm(x2);  // oneDNN lost on these by up to 2x
+    if (need_gw) {
+      if (bf16) {
+        gw = torch::empty({w.size(0), w.size(1)}, g.options());
+        bf16_product(gb16, /*trans_a=*/true, x2, false, gw, /*accumulate=*/false);
+      } else {
+        gw = g.t().mm(x2);  // oneDNN's sgemm lost on these by up to 2x
+      }
+    }
     if (ctx->needs_input_grad(2)) gb = g.sum(0);
-    return {gx, gw, gb, torch::Tensor()};
+    return {gx, gw, gb, torch::Tensor(), torch::Tensor()};
   }
 };
+
+thread_local bool t_bf16_products = false;
 
 bool own_node_applies(const torch::Tensor& x, const torch::Tensor& weight,
                       const torch::Tensor& bias) {
@@ -73,6 +113,7 @@ bool own_node_applies(const torch::Tensor& x, const torch::Tensor& weight,
     return false;
   const int64_t in = weight.size(1), out = weight.size(0);
   if (x.size(-1) != in || x.numel() == 0) return false;  // ATen reports the mismatch
+  if (t_bf16_products) return true;
   const int64_t m = x.numel() / in;
   // Worth a node of its own only where oneDNN takes the forward or the input gradient.
   return onednn_takes(m, out, in) || (x.requires_grad() && onednn_takes(m, in, out));
@@ -84,11 +125,20 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) {
   if (!own_node_applies(x, weight, bias)) return torch::nn::functional::linear(x, weight, bias);
   return Linear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()),
-                       bias.defined());
+                       bias.defined(), t_bf16_products);
 }
 
 torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
   return linear(x, layer->weight, layer->bias);
 }
+
+bool bf16_products() { return t_bf16_products; }
+
+Bf16ProductsGuard::Bf16ProductsGuard() : previous_(t_bf16_products) {
+  if (!have_bf16_gemm()) throw Error("bfloat16 products on the CPU: " + bf16_gemm_missing());
+  t_bf16_products = true;
+}
+
+Bf16ProductsGuard::~Bf16ProductsGuard() { t_bf16_products = previous_; }
 
 }  // namespace nmt

@@ -151,7 +151,8 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
   precision_ = parse_precision(tc_.precision, device_, "train.precision");
   spdlog::info("nmt train: run dir {}, {} threads, device {}, precision {}", run_dir_, threads,
                describe_device(device_), precision_name(precision_));
-  if (device_.is_cpu()) spdlog::info("GEMM backend: {}", gemm_backend_description());
+  if (device_.is_cpu())
+    spdlog::info("GEMM backend: {}", gemm_backend_description(precision_ == Precision::kBf16));
   // torchrun restarts a failed group with the same command: it must continue, not start over.
   if (env_.under_torchrun && tc_.auto_resume && !options_.resume &&
       !list_checkpoints(run_dir_).empty()) {

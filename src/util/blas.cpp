@@ -155,6 +155,9 @@ namespace {
 // 'N'/'T', 64-bit sizes; returns dnnl_status_t, 0 on success.
 using DnnlSgemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t,
                             const float*, int64_t, float, float*, int64_t);
+// dnnl_gemm_bf16bf16f32: the same with bfloat16 A and B (uint16_t bits) and float C.
+using DnnlBf16GemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float, const uint16_t*,
+                               int64_t, const uint16_t*, int64_t, float, float*, int64_t);
 struct DnnlVersion {
   int major, minor, patch;
   const char* hash;
@@ -183,6 +186,34 @@ DnnlSgemmFn dnnl_sgemm_function() {
   return fn;
 }
 
+DnnlBf16GemmFn dnnl_bf16_gemm_function() {
+  static const auto fn = process_function<DnnlBf16GemmFn>("dnnl_gemm_bf16bf16f32");
+  return fn;
+}
+
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return cpu_has_avx512() && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+std::string gemm_shape(int64_t m, int64_t n, int64_t k) {
+  return std::to_string(m) + " x " + std::to_string(k) + " x " + std::to_string(n);
+}
+
+// "oneDNN 2.6.3", or "oneDNN" when its version is not there to ask.
+std::string onednn_name() {
+  std::string name = "oneDNN";
+  if (const auto version = process_function<DnnlVersionFn>("dnnl_version"))
+    if (const DnnlVersion* v = version())
+      name += " " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+              std::to_string(v->patch);
+  return name;
+}
+
 }  // namespace
 
 bool onednn_takes(int64_t m, int64_t n, int64_t k) {
@@ -196,18 +227,17 @@ std::string gemm_policy_description() {
   if (policy == GemmPolicy::kBlas) return "the BLAS for every product (NMT_GEMM=blas)";
   if (dnnl_sgemm_function() == nullptr)
     return "the BLAS for every product (no oneDNN dnnl_sgemm in this LibTorch's process)";
-  std::string name = "oneDNN";
-  if (const auto version = process_function<DnnlVersionFn>("dnnl_version"))
-    if (const DnnlVersion* v = version())
-      name += " " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-              std::to_string(v->patch);
+  const std::string name = onednn_name();
   if (policy == GemmPolicy::kOnednn)
     return name + " for the linear layers' forward and input-gradient products (NMT_GEMM=onednn)";
   return name + " for the linear layers' forward and input-gradient products with an inner size " +
          "up to " + std::to_string(kOnednnMaxInner) + ", the BLAS for the rest (NMT_GEMM=auto)";
 }
 
-std::string gemm_backend_description() {
+std::string gemm_backend_description(bool bf16_products) {
+  if (bf16_products)
+    return blas_description() + "; precision bf16: " + onednn_name() +
+           "'s bfloat16 GEMM for the linear layers' products, the BLAS for the rest";
   return blas_description() + "; " + gemm_policy_description();
 }
 
@@ -218,7 +248,26 @@ void onednn_sgemm_row_major(bool trans_b, int64_t m, int64_t n, int64_t k, float
       dnnl_sgemm_function()('N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (status != 0)
     throw Error("oneDNN's dnnl_sgemm failed (status " + std::to_string(status) + ") on " +
-                std::to_string(m) + " x " + std::to_string(k) + " x " + std::to_string(n));
+                gemm_shape(m, n, k));
+}
+
+std::string bf16_gemm_missing() {
+  if (!cpu_has_avx512_bf16()) return "this CPU lacks AVX512-BF16 (bfloat16 products)";
+  if (dnnl_bf16_gemm_function() == nullptr)
+    return "this LibTorch's process has no oneDNN dnnl_gemm_bf16bf16f32";
+  return "";
+}
+
+bool have_bf16_gemm() { return bf16_gemm_missing().empty(); }
+
+void onednn_bf16_gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                                float alpha, const uint16_t* a, int64_t lda, const uint16_t* b,
+                                int64_t ldb, float beta, float* c, int64_t ldc) {
+  const int status = dnnl_bf16_gemm_function()(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k,
+                                               alpha, a, lda, b, ldb, beta, c, ldc);
+  if (status != 0)
+    throw Error("oneDNN's dnnl_gemm_bf16bf16f32 failed (status " + std::to_string(status) +
+                ") on " + gemm_shape(m, n, k));
 }
 
 }  // namespace nmt

@@ -59,13 +59,29 @@ bool onednn_takes(int64_t m, int64_t n, int64_t k);
 // an inner size up to 512, the BLAS for the rest (NMT_GEMM=auto)".
 std::string gemm_policy_description();
 
-// What train, translate and eval log on the CPU: blas_description(), then the policy.
-std::string gemm_backend_description();
+// What train, translate and eval log on the CPU: blas_description(), then the policy, or with
+// bf16_products (precision bf16) the bfloat16 GEMM the linear layers use instead.
+std::string gemm_backend_description(bool bf16_products = false);
 
 // C = alpha A op(B) + beta C, row-major as sgemm_row_major, by oneDNN's dnnl_sgemm (on its own
 // OpenMP threads). Requires onednn_takes() to have said yes; beta 0 does not read C.
 void onednn_sgemm_row_major(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                             const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                             float* c, int64_t ldc);
+
+// Whether float products may run in bfloat16 here (precision bf16 on the CPU): the CPU multiplies
+// bfloat16 natively (AVX512-BF16) and the process has oneDNN's dnnl_gemm_bf16bf16f32. Without
+// the instructions oneDNN would emulate them, slower than float.
+bool have_bf16_gemm();
+
+// Why have_bf16_gemm() is false, for error messages; empty when it is true.
+std::string bf16_gemm_missing();
+
+// C = alpha op(A) op(B) + beta C, row-major as sgemm_row_major, with A and B in bfloat16 (raw
+// bits, as torch::kBFloat16 stores them) and C in float: oneDNN accumulates in float. Requires
+// have_bf16_gemm(); beta 0 does not read C.
+void onednn_bf16_gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                                float alpha, const uint16_t* a, int64_t lda, const uint16_t* b,
+                                int64_t ldb, float beta, float* c, int64_t ldc);
 
 }  // namespace nmt

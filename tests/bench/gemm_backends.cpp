@@ -1,7 +1,9 @@
 // GEMM backends on the model's real shapes: OpenBLAS (the kernels LibTorch 1.13 uses for float32
 // linear/matmul) against oneDNN's dnnl_sgemm, for a Linear's three products (forward X·Wᵀ,
-// backward-data dY·W, backward-weight dYᵀ·X), at the thread counts given. Both libraries are
-// loaded with dlopen, so this needs neither LibTorch nor oneDNN headers and builds in a second:
+// backward-data dY·W, backward-weight dYᵀ·X), at the thread counts given; where the CPU has
+// AVX512-BF16, also oneDNN's bfloat16 GEMM (dnnl_gemm_bf16bf16f32: bfloat16 inputs, float
+// accumulation and output, what precision bf16 runs on the CPU). Both libraries are loaded with
+// dlopen, so this needs neither LibTorch nor oneDNN headers and builds in a second:
 //
 //   g++ -O2 -fopenmp tests/bench/gemm_backends.cpp -ldl -o /tmp/gemm_backends
 //   OPENBLAS_CORETYPE=Cooperlake /tmp/gemm_backends [ROWS] [ROUNDS] [THREADS...]
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -33,6 +36,23 @@ using OpenblasCorename = char* (*)();
 // dnnl_sgemm: row major, 'N'/'T', int64 dims; returns dnnl_status_t (0 = success).
 using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t,
                           const float*, int64_t, float, float*, int64_t);
+// dnnl_gemm_bf16bf16f32: the same with bfloat16 A and B (their bits) and float C.
+using DnnlBf16Gemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t,
+                             const uint16_t*, int64_t, float, float*, int64_t);
+
+// float to bfloat16, rounding to nearest even (as ATen does; inputs here are finite).
+uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 
 void* must_open(const char* name) {
   void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
@@ -68,18 +88,23 @@ struct Backends {
   OpenblasSetThreads openblas_threads;
   OpenblasCorename openblas_core;
   DnnlSgemm dnnl_sgemm;
+  DnnlBf16Gemm dnnl_bf16 = nullptr;  // null without AVX512-BF16 (oneDNN would emulate it)
 
   Backends() {
     void* ob = must_open("libopenblas.so.0");
     cblas_sgemm = must_sym<CblasSgemm>(ob, "cblas_sgemm");
     openblas_threads = must_sym<OpenblasSetThreads>(ob, "openblas_set_num_threads");
     openblas_core = must_sym<OpenblasCorename>(ob, "openblas_get_corename");
-    dnnl_sgemm = must_sym<DnnlSgemm>(must_open("libdnnl.so.2"), "dnnl_sgemm");
+    void* dn = must_open("libdnnl.so.2");
+    dnnl_sgemm = must_sym<DnnlSgemm>(dn, "dnnl_sgemm");
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512bf16"))
+      dnnl_bf16 = reinterpret_cast<DnnlBf16Gemm>(dlsym(dn, "dnnl_gemm_bf16bf16f32"));
   }
 };
 
 struct Rates {
-  double openblas, onednn;  // median GFLOP/s over the rounds
+  double openblas, onednn, bf16;  // median GFLOP/s over the rounds; bf16 0 when not measured
 };
 
 // Checks that both backends compute the same product, then times them in alternating rounds.
@@ -111,6 +136,28 @@ Rates measure(const Backends& be, const Product& p, int threads, int rounds, std
     scale = std::max(scale, static_cast<double>(std::abs(ref[i])));
   }
   if (err > 1e-4 * scale) throw std::runtime_error(std::string("backends disagree on ") + p.name);
+  // bfloat16 copies of the operands; their product must be the float product of the rounded
+  // values.
+  std::vector<uint16_t> a16(a.size()), b16(b.size());
+  std::vector<float> ar(a.size()), br(b.size());
+  for (size_t i = 0; i < a.size(); ++i) ar[i] = from_bf16(a16[i] = to_bf16(a[i]));
+  for (size_t i = 0; i < b.size(); ++i) br[i] = from_bf16(b16[i] = to_bf16(b[i]));
+  auto run_bf16 = [&] {
+    if (be.dnnl_bf16(p.trans_a ? 'T' : 'N', p.trans_b ? 'T' : 'N', p.m, p.n, p.k, 1.f, a16.data(),
+                     lda, b16.data(), ldb, 0.f, c.data(), p.n) != 0)
+      throw std::runtime_error("dnnl_gemm_bf16bf16f32 failed");
+  };
+  if (be.dnnl_bf16) {
+    be.cblas_sgemm(101, p.trans_a ? 112 : 111, p.trans_b ? 112 : 111, p.m, p.n, p.k, 1.f, ar.data(),
+                   lda, br.data(), ldb, 0.f, c.data(), p.n);
+    const std::vector<float> rounded_ref = c;
+    run_bf16();
+    double e16 = 0;
+    for (size_t i = 0; i < c.size(); ++i)
+      e16 = std::max(e16, static_cast<double>(std::abs(c[i] - rounded_ref[i])));
+    if (e16 > 1e-4 * scale)
+      throw std::runtime_error(std::string("bfloat16 GEMM disagrees on ") + p.name);
+  }
   // Repeat each timed batch until it lasts 0.2 s, so that short products are not dominated by
   // the clock.
   auto time = [&](auto&& fn) {
@@ -122,18 +169,20 @@ Rates measure(const Backends& be, const Product& p, int threads, int rounds, std
       if (sec > 0.2) return flop * reps / sec / 1e9;
     }
   };
-  std::vector<double> ob, dn;
+  std::vector<double> ob, dn, bf;
   for (int r = 0; r < rounds; ++r) {
     ob.push_back(time(run_openblas));
     dn.push_back(time(run_dnnl));
+    if (be.dnnl_bf16) bf.push_back(time(run_bf16));
   }
-  return {median(ob), median(dn)};
+  return {median(ob), median(dn), bf.empty() ? 0.0 : median(bf)};
 }
 
-// The machine's sgemm peak: the best median rate of either backend on large square products.
+// The machine's sgemm peak: the best median rate of either backend on large square products;
+// then, where measured, the bfloat16 GEMM's on the same products.
 void peak(const Backends& be, int threads, int rounds) {
   std::mt19937 gen(1);
-  double best = 0;
+  double best = 0, best_bf16 = 0;
   std::string what;
   for (int64_t n : {2048, 4096}) {
     const Rates r = measure(be, {"square", false, false, n, n, n}, threads, rounds, gen);
@@ -142,8 +191,13 @@ void peak(const Backends& be, int threads, int rounds) {
                   name, rate);
       if (rate > best) best = rate, what = std::string(name) + " " + std::to_string(n) + "^3";
     }
+    if (be.dnnl_bf16)
+      std::printf("bfloat16 GEMM %lld^3, %d threads: oneDNN %.1f GFLOP/s\n",
+                  static_cast<long long>(n), threads, r.bf16);
+    best_bf16 = std::max(best_bf16, r.bf16);
   }
   std::printf("peak_gflops %.1f (%s, OpenBLAS core %s)\n", best, what.c_str(), be.openblas_core());
+  if (be.dnnl_bf16) std::printf("bf16_peak_gflops %.1f (oneDNN)\n", best_bf16);
 }
 
 }  // namespace
@@ -170,8 +224,9 @@ int main(int argc, char** argv) try {
   std::mt19937 gen(1);
   std::printf(
       "| shape (in → out) | product | m × k × n | threads | OpenBLAS | oneDNN | oneDNN / OpenBLAS "
-      "|\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+      "|%s\n",
+      be.dnnl_bf16 ? " oneDNN bf16 | bf16 / OpenBLAS |" : "");
+  std::printf("|---|---|---|---|---|---|---|%s\n", be.dnnl_bf16 ? "---|---|" : "");
   for (const Shape& s : shapes) {
     // forward Y = X·Wᵀ; backward-data dX = dY·W; backward-weight dW = dYᵀ·X.
     const Product products[] = {{"forward", false, true, rows, s.out, s.in},
@@ -180,10 +235,12 @@ int main(int argc, char** argv) try {
     for (const Product& p : products) {
       for (int t : threads) {
         const Rates r = measure(be, p, t, rounds, gen);
-        std::printf("| %s (%lld → %lld) | %s | %lld × %lld × %lld | %d | %.1f | %.1f | %.2f× |\n",
+        std::printf("| %s (%lld → %lld) | %s | %lld × %lld × %lld | %d | %.1f | %.1f | %.2f× |",
                     s.name, static_cast<long long>(s.in), static_cast<long long>(s.out), p.name,
                     static_cast<long long>(p.m), static_cast<long long>(p.k),
                     static_cast<long long>(p.n), t, r.openblas, r.onednn, r.onednn / r.openblas);
+        if (be.dnnl_bf16) std::printf(" %.1f | %.2f× |", r.bf16, r.bf16 / r.openblas);
+        std::printf("\n");
         std::fflush(stdout);
       }
     }
