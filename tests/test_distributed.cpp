@@ -16,6 +16,12 @@
 #include "train/metrics_log.h"
 #include "util/util.h"
 
+// The data-parallel tests run their ranks on the CPU, which needs Gloo in the build.
+#define SKIP_WITHOUT_CPU_GROUPS()                                                              \
+  if (!nmt::cpu_groups_available())                                                            \
+  GTEST_SKIP() << "this build has no Gloo (a CUDA LibTorch such as pip's): groups on the CPU " \
+                  "need Debian's LibTorch and libgloo-dev"
+
 using nmt_test::nmt_bin;
 using nmt_test::run_command;
 
@@ -146,6 +152,7 @@ TEST(LaunchEnv, LoopbackAddresses) {
 // the step's tokens over both processes, so the losses agree to float rounding; and the two
 // ranks' weights are bitwise identical after every step (NMT_DEBUG_CHECK_REPLICAS).
 TEST(DataParallel, TwoProcessesTrainLikeOneWithTwiceTheAccumulation) {
+  SKIP_WITHOUT_CPU_GROUPS();
   nmt_test::TempDir dir;
   const auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
                                " --train 400 --valid 10 --test 10");
@@ -231,6 +238,7 @@ struct Fixture {
 // rank's generator and the shared data position are in the checkpoint). A resume with another
 // number of processes is refused, naming both, unless --reset-data.
 TEST(DataParallel, ResumeWithTwoProcessesIsBitExact) {
+  SKIP_WITHOUT_CPU_GROUPS();
   Fixture f;
   const std::string same = f.vocab + " --set model.dropout=0.1 --set model.attention_dropout=0.1" +
                            " --set data.valid_src=" + (f.dir / "data/valid.en") +
@@ -268,6 +276,7 @@ TEST(DataParallel, ResumeWithTwoProcessesIsBitExact) {
 // A rank that dies (SIGKILL) makes the other exit 1 at once with one line naming it, well within
 // train.dist_timeout, and leaves no checkpoint behind.
 TEST(DataParallel, AKilledRankStopsTheOtherWithAClearError) {
+  SKIP_WITHOUT_CPU_GROUPS();
   Fixture f;
   const std::string args = train_args(f.dir, "run", 1000000) + f.vocab +
                            " --set train.dist_timeout=30 --set train.save_every=1000000";
@@ -302,6 +311,7 @@ TEST(DataParallel, AKilledRankStopsTheOtherWithAClearError) {
 // torchrun --max_restarts 1: rank 1 dies after step 12 (NMT_DEBUG_EXIT), torchrun restarts the
 // group, and it continues from the step-10 checkpoint by itself (train.auto_resume) to step 20.
 TEST(DataParallel, TorchrunRestartResumesFromTheNewestCheckpoint) {
+  SKIP_WITHOUT_CPU_GROUPS();
   Fixture f;
   const auto r = run_command(
       "NMT_DEBUG_EXIT=1:12 scripts/torchrun --nproc_per_node 2 --max_restarts 1 --master_port " +
@@ -358,6 +368,7 @@ void expect_trains_like_one_machine(const Fixture& f, const std::string& run) {
 // rendezvous at node 0's address): the same group and the same training as one node's two
 // processes, bit for bit.
 TEST(DataParallel, TwoTorchrunNodesTrainLikeOneNodeWithTwoProcesses) {
+  SKIP_WITHOUT_CPU_GROUPS();
   Fixture f;
   const std::string args = f.vocab + " --set train.dist_timeout=60";
   auto local = run_command(nmt_bin() + train_args(f.dir, "local", 10) + args + " --nproc 2 2>&1");
@@ -373,6 +384,7 @@ TEST(DataParallel, TwoTorchrunNodesTrainLikeOneNodeWithTwoProcesses) {
 // directory (a machine without the shared file system, or a typo) stops with a clear error, the
 // directory missing or holding an earlier start's token, and the group fails with it.
 TEST(DataParallel, ARunDirectoryThatIsNotSharedIsRefused) {
+  SKIP_WITHOUT_CPU_GROUPS();
   Fixture f;
   const std::string args = f.vocab + " --set train.dist_timeout=30";
   for (const std::string why : {"is missing", "holds another run's token"}) {
@@ -403,6 +415,7 @@ TEST(DataParallel, ARunDirectoryThatIsNotSharedIsRefused) {
 // machine reaches it (torch.distributed's default, the host name's address, is 127.0.1.1 here
 // and fails), and the run must equal `--nproc 2` on one machine.
 TEST(DataParallel, TwoMachinesOverAVirtualNetworkTrainLikeOneMachine) {
+  SKIP_WITHOUT_CPU_GROUPS();
   Fixture f;
   const std::string args = f.vocab + " --set train.dist_timeout=60";
   auto local = run_command(nmt_bin() + train_args(f.dir, "local", 10) + args + " --nproc 2 2>&1");
@@ -459,6 +472,7 @@ TEST(DataParallel, TwoMachinesOverAVirtualNetworkTrainLikeOneMachine) {
 // world sizes that differ (either way round), configs that differ, a master that never comes,
 // a rank that never comes, and a port in use.
 TEST(DataParallel, SetUpErrorsAreOneClearLineWellWithinTheTimeout) {
+  SKIP_WITHOUT_CPU_GROUPS();
   Fixture f;
   // Runs `before` (shell), then starts the ranks at once ("RANK WORLD_SIZE extra arguments"
   // each) on `port`; returns each rank's output (ending "rc STATUS").

@@ -304,8 +304,15 @@ TEST(GenericPath, LinearEqualsLibTorchsLinear) {
     EXPECT_TRUE(torch::equal(wb, w0));
     if (c.bias) EXPECT_TRUE(torch::equal(bb, b0));
     // The same call gives the same bits again (resume is bit-exact), and without gradients too.
+    // Not for a transposed input where LibTorch's own linear runs: LibTorch 2.x's matmul then
+    // takes another product (bmm or mm) when the input needs no gradient, and the BLAS inside pip's
+    // LibTorch rounds the two differently.
+    EXPECT_TRUE(torch::equal(nmt::linear(xb, wb, bb), yb));
     torch::NoGradGuard no_grad;
-    EXPECT_TRUE(torch::equal(nmt::linear(x0, w0, b0), yb.detach()));
+    if (!c.transposed || TORCH_VERSION_MAJOR < 2)
+      EXPECT_TRUE(torch::equal(nmt::linear(x0, w0, b0), yb.detach()));
+    else
+      EXPECT_TRUE(torch::allclose(nmt::linear(x0, w0, b0), yb.detach(), 1e-5, 1e-5));
   }
 }
 

@@ -90,7 +90,7 @@ void run_side_by_side(size_t n, int64_t workers, const Job& job) {
     for (int64_t i = 0; i < count; ++i) job(static_cast<size_t>(i));
     return;
   }
-  const auto threads = static_cast<int>(std::min(workers, count));
+  [[maybe_unused]] const auto threads = static_cast<int>(std::min(workers, count));  // OpenMP only
   std::exception_ptr error;
   std::mutex mutex;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)

@@ -97,6 +97,14 @@ LaunchEnv read_launch_env() {
   return env;
 }
 
+bool cpu_groups_available() {
+#ifdef NMT_WITH_GLOO
+  return true;
+#else
+  return false;
+#endif
+}
+
 bool is_loopback_address(const std::string& addr) {
   std::string a = addr;
   std::transform(a.begin(), a.end(), a.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -34,6 +34,10 @@ struct LaunchEnv {
 // ::1, and 127.x mapped into IPv6 (::ffff:127.x, as a dual-stack socket reports it).
 bool is_loopback_address(const std::string& addr);
 
+// Whether this build forms groups on the CPU: Gloo is built where its headers were found, and
+// never against a CUDA LibTorch (pip's ships none), where groups are NCCL's, on GPUs.
+bool cpu_groups_available();
+
 // Reads the launch variables; none set means one process. Throws Error naming a variable that is
 // missing or malformed (a RANK without WORLD_SIZE, a rank outside [0, WORLD_SIZE), ...).
 LaunchEnv read_launch_env();
