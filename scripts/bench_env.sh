@@ -2,17 +2,19 @@
 # Training throughput under different environment settings (OpenMP wait policy, OpenBLAS kernels,
 # anything nmt or its libraries read at start-up), runs interleaved in one run on this machine:
 # configs/multi30k_en_de_base.json, STEPS steps a run, the first 10 not counted, one shared
-# vocabulary so that only the setting differs. Each SETTING is one or more VAR=VALUE (environment)
-# or set:KEY=VALUE (a config setting, nmt's --set) separated by commas, or "default" for the
-# environment and config as they are.
+# vocabulary so that only the setting differs. Each SETTING is one or more VAR=VALUE (environment),
+# set:KEY=VALUE (a config setting, nmt's --set) or bin:PATH (another nmt binary, such as a build
+# from before a change; default build/nmt) separated by commas, or "default" for the environment
+# and config as they are.
 #   scripts/bench_env.sh STEPS THREADS REPEATS SETTING...
 #   e.g. scripts/bench_env.sh 40 2 2 default OMP_WAIT_POLICY=passive GOMP_SPINCOUNT=10000
 #        scripts/bench_env.sh 40 2 2 default set:train.precision=bf16
+#        scripts/bench_env.sh 40 2 2 bin:/tmp/nmt-before default
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 source scripts/bench_lib.sh
-[[ $# -ge 4 ]] || { sed -n '2,10p' "$0" >&2; exit 2; }
+[[ $# -ge 4 ]] || { sed -n '2,12p' "$0" >&2; exit 2; }
 STEPS="$1" THREADS="$2" REPEATS="$3"
 shift 3
 SETTINGS=("$@")
@@ -25,13 +27,17 @@ common=("${BENCH_ARGS[@]}" --set train.threads="$THREADS")
 SPM=$(shared_vocab "$OUT/vocab" "${common[@]}")
 for ((i = 1; i <= REPEATS; i++)); do
   for setting in "${SETTINGS[@]}"; do
-    items=() vars=() sets=()
+    items=() vars=() sets=() bin=build/nmt
     [[ $setting != default ]] && IFS=, read -r -a items <<<"$setting"
     for item in "${items[@]}"; do
-      if [[ $item == set:* ]]; then sets+=(--set "${item#set:}"); else vars+=("$item"); fi
+      case $item in
+        set:*) sets+=(--set "${item#set:}") ;;
+        bin:*) bin="${item#bin:}" ;;
+        *) vars+=("$item") ;;
+      esac
     done
     run="$OUT/$(echo "$setting" | tr -c 'A-Za-z0-9_.=-' '_')-$i"
-    /usr/bin/time -f '%U %S' -o "$run.cpu" env "${vars[@]}" build/nmt train "${common[@]}" \
+    /usr/bin/time -f '%U %S' -o "$run.cpu" env "${vars[@]}" "$bin" train "${common[@]}" \
       "${sets[@]}" --run-dir "$run" --set vocab.model="$SPM" >"$run.log" 2>&1
     read -r user sys <"$run.cpu"
     printf '%-40s %8s tgt tok/s  user %6.1f s  sys %5.1f s  | %s\n' "$setting" \

@@ -89,9 +89,15 @@ TEST(GenericPath, DropoutEqualsTheFusedKernel) {
   std::vector<int64_t> sizes(70);
   std::iota(sizes.begin(), sizes.end(), 1);
   for (const int64_t n : {32767, 32768, 32769, 65537}) sizes.push_back(n);
+  // The ReLU + dropout gradient's loop likewise (its chunks are 2^15 elements).
   for (const int64_t n : sizes) {
     const auto x = torch::randn({n});
     EXPECT_TRUE(torch::equal(dropout_fused(x, 0.3, 1234), dropout_aten(x, 0.3, 1234))) << n;
+    const auto g = torch::randn({n});
+    auto c = x.clone().requires_grad_(true), d = x.clone().requires_grad_(true);
+    relu_dropout_fused(c, 0.3, 1234).backward(g);
+    relu_dropout_aten(d, 0.3, 1234).backward(g);
+    EXPECT_TRUE(torch::equal(c.grad(), d.grad())) << n;
   }
 }
 

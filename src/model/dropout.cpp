@@ -126,6 +126,15 @@ struct HashedDropout : torch::autograd::Function<HashedDropout> {
   }
 };
 
+// dst[i] = gy[i] * (y[i] > 0 ? scale : 0) for i in [begin, end). Written inside the parallel
+// lambda, the loop branched on y's sign (wrong half the time) and reloaded the pointers after
+// every store: 8.5 % of a bf16 training step. Here the choice is a select and the loop vectorizes.
+NMT_CPU_CLONES
+void relu_dropout_grad(const float* __restrict y, const float* __restrict gy, float* __restrict dst,
+                       float scale, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) dst[i] = gy[i] * (y[i] > 0.0f ? scale : 0.0f);
+}
+
 // ReLU then dropout; the output alone says which gradients pass.
 struct ReluDropout : torch::autograd::Function<ReluDropout> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& in,
@@ -155,7 +164,7 @@ struct ReluDropout : torch::autograd::Function<ReluDropout> {
     float* dst = gx.data_ptr<float>();
     const auto scale = static_cast<float>(ctx->saved_data["scale"].toDouble());
     at::parallel_for(0, g.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) dst[i] = gy[i] * (y[i] > 0.0f ? scale : 0.0f);
+      relu_dropout_grad(y, gy, dst, scale, begin, end);
     });
     return {gx, torch::Tensor(), torch::Tensor()};
   }
