@@ -27,18 +27,10 @@ common=("${BENCH_ARGS[@]}" --set train.threads="$THREADS")
 SPM=$(shared_vocab "$OUT/vocab" "${common[@]}")
 for ((i = 1; i <= REPEATS; i++)); do
   for setting in "${SETTINGS[@]}"; do
-    items=() vars=() sets=() bin=build/nmt
-    [[ $setting != default ]] && IFS=, read -r -a items <<<"$setting"
-    for item in "${items[@]}"; do
-      case $item in
-        set:*) sets+=(--set "${item#set:}") ;;
-        bin:*) bin="${item#bin:}" ;;
-        *) vars+=("$item") ;;
-      esac
-    done
+    parse_setting "$setting"
     run="$OUT/$(echo "$setting" | tr -c 'A-Za-z0-9_.=-' '_')-$i"
-    /usr/bin/time -f '%U %S' -o "$run.cpu" env "${vars[@]}" "$bin" train "${common[@]}" \
-      "${sets[@]}" --run-dir "$run" --set vocab.model="$SPM" >"$run.log" 2>&1
+    /usr/bin/time -f '%U %S' -o "$run.cpu" env "${SETTING_VARS[@]}" "$SETTING_BIN" train \
+      "${common[@]}" "${SETTING_SETS[@]}" --run-dir "$run" --set vocab.model="$SPM" >"$run.log" 2>&1
     read -r user sys <"$run.cpu"
     printf '%-40s %8s tgt tok/s  user %6.1f s  sys %5.1f s  | %s\n' "$setting" \
       "$(train_rate "$run/metrics.jsonl" 1)" "$user" "$sys" "$(grep -o 'GEMM backend: .*' "$run.log")"

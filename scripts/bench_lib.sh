@@ -31,6 +31,22 @@ shared_vocab() {
   echo "$dir/spm.model"
 }
 
+# parse_setting SETTING: a benchmark setting, "default" or items separated by commas (VAR=VALUE
+# for the environment, set:KEY=VALUE for nmt's --set, bin:PATH for another nmt binary), split
+# into SETTING_VARS, SETTING_SETS (--set pairs) and SETTING_BIN (default build/nmt).
+parse_setting() {
+  SETTING_VARS=() SETTING_SETS=() SETTING_BIN=build/nmt
+  local items=() item
+  [[ $1 != default ]] && IFS=, read -r -a items <<<"$1"
+  for item in "${items[@]}"; do
+    case $item in
+      set:*) SETTING_SETS+=(--set "${item#set:}") ;;
+      bin:*) SETTING_BIN="${item#bin:}" ;;
+      *) SETTING_VARS+=("$item") ;;
+    esac
+  done
+}
+
 # train_rate METRICS_JSONL [SKIP]: target tokens/s over a run's logged training intervals,
 # leaving out the first SKIP (warm-up) intervals. Prints it with one decimal.
 train_rate() {

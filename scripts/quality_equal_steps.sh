@@ -4,7 +4,8 @@
 # STEPS, one SentencePiece model for every run, 1 thread each, every (setting, seed) run side by
 # side, seeds 1 and 2 (SEEDS to change). Val is the trainer's greedy validation at the last step
 # (decoded in the run's precision); test is `nmt eval --checkpoint RUN --beam 1` (float32) on
-# test_2016_flickr. Each SETTING is "default" or set:KEY=VALUE items separated by commas.
+# test_2016_flickr, by the setting's binary. Each SETTING is as in scripts/bench_env.sh: "default",
+# or VAR=VALUE, set:KEY=VALUE and bin:PATH items separated by commas.
 # Prints a Markdown table, one row per run, then the mean of each setting over the seeds.
 #   scripts/quality_equal_steps.sh STEPS OUT_DIR SETTING...
 #   e.g. scripts/quality_equal_steps.sh 800 runs/quality default set:train.precision=bf16
@@ -12,7 +13,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 source scripts/bench_lib.sh
-[[ $# -ge 3 ]] || { sed -n '2,10p' "$0" >&2; exit 2; }
+[[ $# -ge 3 ]] || { sed -n '2,11p' "$0" >&2; exit 2; }
 STEPS="$1" OUT="$2"
 shift 2
 SETTINGS=("$@")
@@ -29,15 +30,11 @@ SPM=$(shared_vocab "$OUT/vocab" "${common[@]}" --set train.valid_every=0 --set d
 name_of() { echo "$1" | tr -c 'A-Za-z0-9_.=-' '_' | sed 's/_$//'; }
 pids=()
 for setting in "${SETTINGS[@]}"; do
-  sets=()
-  if [[ $setting != default ]]; then
-    IFS=, read -r -a items <<<"$setting"
-    for item in "${items[@]}"; do sets+=(--set "${item#set:}"); done
-  fi
+  parse_setting "$setting"
   for seed in "${SEEDS[@]}"; do
     run="$OUT/$(name_of "$setting")-seed$seed"
-    build/nmt train "${common[@]}" "${sets[@]}" --set train.seed="$seed" \
-      --set vocab.model="$SPM" --run-dir "$run" >"$run.log" 2>&1 &
+    env "${SETTING_VARS[@]}" "$SETTING_BIN" train "${common[@]}" "${SETTING_SETS[@]}" \
+      --set train.seed="$seed" --set vocab.model="$SPM" --run-dir "$run" >"$run.log" 2>&1 &
     pids+=($!)
   done
 done
@@ -46,9 +43,10 @@ for pid in "${pids[@]}"; do wait "$pid" || { echo "a run failed: see $OUT/*.log"
 echo "| setting | seed | target tokens seen | val BLEU | val chrF2 | val ppl | test BLEU | test chrF2 | test ppl |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for setting in "${SETTINGS[@]}"; do
+  parse_setting "$setting"
   for seed in "${SEEDS[@]}"; do
     run="$OUT/$(name_of "$setting")-seed$seed"
-    build/nmt eval --checkpoint "$run/checkpoints/$(ls "$run/checkpoints" | sort | tail -1)" \
+    env "${SETTING_VARS[@]}" "$SETTING_BIN" eval --checkpoint "$run/checkpoints/$(ls "$run/checkpoints" | sort | tail -1)" \
       --src "$TEST.en" --ref "$TEST.de" --beam 1 --threads 1 --json >"$run.test.json" 2>/dev/null
     python3 - "$setting" "$seed" "$run/metrics.jsonl" "$run.test.json" <<'PY'
 import json, sys

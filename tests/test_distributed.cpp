@@ -17,10 +17,14 @@
 #include "util/util.h"
 
 // The data-parallel tests run their ranks on the CPU, which needs Gloo in the build.
-#define SKIP_WITHOUT_CPU_GROUPS()                                                              \
-  if (!nmt::cpu_groups_available())                                                            \
-  GTEST_SKIP() << "this build has no Gloo (a CUDA LibTorch such as pip's): groups on the CPU " \
-                  "need Debian's LibTorch and libgloo-dev"
+class DataParallel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!nmt::cpu_groups_available())
+      GTEST_SKIP() << "this build has no Gloo (a CUDA LibTorch such as pip's): groups on the CPU "
+                      "need Debian's LibTorch and libgloo-dev";
+  }
+};
 
 using nmt_test::nmt_bin;
 using nmt_test::run_command;
@@ -151,8 +155,7 @@ TEST(LaunchEnv, LoopbackAddresses) {
 // accum_steps 2 and the same batch_tokens: each step is the same pairs, the loss is normalised by
 // the step's tokens over both processes, so the losses agree to float rounding; and the two
 // ranks' weights are bitwise identical after every step (NMT_DEBUG_CHECK_REPLICAS).
-TEST(DataParallel, TwoProcessesTrainLikeOneWithTwiceTheAccumulation) {
-  SKIP_WITHOUT_CPU_GROUPS();
+TEST_F(DataParallel, TwoProcessesTrainLikeOneWithTwiceTheAccumulation) {
   nmt_test::TempDir dir;
   const auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
                                " --train 400 --valid 10 --test 10");
@@ -237,8 +240,7 @@ struct Fixture {
 // --resume to 30 give the same per-step losses and model.pt bytes as 30 steps in one go (each
 // rank's generator and the shared data position are in the checkpoint). A resume with another
 // number of processes is refused, naming both, unless --reset-data.
-TEST(DataParallel, ResumeWithTwoProcessesIsBitExact) {
-  SKIP_WITHOUT_CPU_GROUPS();
+TEST_F(DataParallel, ResumeWithTwoProcessesIsBitExact) {
   Fixture f;
   const std::string same = f.vocab + " --set model.dropout=0.1 --set model.attention_dropout=0.1" +
                            " --set data.valid_src=" + (f.dir / "data/valid.en") +
@@ -275,8 +277,7 @@ TEST(DataParallel, ResumeWithTwoProcessesIsBitExact) {
 
 // A rank that dies (SIGKILL) makes the other exit 1 at once with one line naming it, well within
 // train.dist_timeout, and leaves no checkpoint behind.
-TEST(DataParallel, AKilledRankStopsTheOtherWithAClearError) {
-  SKIP_WITHOUT_CPU_GROUPS();
+TEST_F(DataParallel, AKilledRankStopsTheOtherWithAClearError) {
   Fixture f;
   const std::string args = train_args(f.dir, "run", 1000000) + f.vocab +
                            " --set train.dist_timeout=30 --set train.save_every=1000000";
@@ -310,8 +311,7 @@ TEST(DataParallel, AKilledRankStopsTheOtherWithAClearError) {
 
 // torchrun --max_restarts 1: rank 1 dies after step 12 (NMT_DEBUG_EXIT), torchrun restarts the
 // group, and it continues from the step-10 checkpoint by itself (train.auto_resume) to step 20.
-TEST(DataParallel, TorchrunRestartResumesFromTheNewestCheckpoint) {
-  SKIP_WITHOUT_CPU_GROUPS();
+TEST_F(DataParallel, TorchrunRestartResumesFromTheNewestCheckpoint) {
   Fixture f;
   const auto r = run_command(
       "NMT_DEBUG_EXIT=1:12 scripts/torchrun --nproc_per_node 2 --max_restarts 1 --master_port " +
@@ -367,8 +367,7 @@ void expect_trains_like_one_machine(const Fixture& f, const std::string& run) {
 // Several machines, as two torchrun agents on this one (--nnodes 2, one process each, static
 // rendezvous at node 0's address): the same group and the same training as one node's two
 // processes, bit for bit.
-TEST(DataParallel, TwoTorchrunNodesTrainLikeOneNodeWithTwoProcesses) {
-  SKIP_WITHOUT_CPU_GROUPS();
+TEST_F(DataParallel, TwoTorchrunNodesTrainLikeOneNodeWithTwoProcesses) {
   Fixture f;
   const std::string args = f.vocab + " --set train.dist_timeout=60";
   auto local = run_command(nmt_bin() + train_args(f.dir, "local", 10) + args + " --nproc 2 2>&1");
@@ -383,8 +382,7 @@ TEST(DataParallel, TwoTorchrunNodesTrainLikeOneNodeWithTwoProcesses) {
 // Rank 0 writes the run directory and the others read it: a rank whose --run-dir is another
 // directory (a machine without the shared file system, or a typo) stops with a clear error, the
 // directory missing or holding an earlier start's token, and the group fails with it.
-TEST(DataParallel, ARunDirectoryThatIsNotSharedIsRefused) {
-  SKIP_WITHOUT_CPU_GROUPS();
+TEST_F(DataParallel, ARunDirectoryThatIsNotSharedIsRefused) {
   Fixture f;
   const std::string args = f.vocab + " --set train.dist_timeout=30";
   for (const std::string why : {"is missing", "holds another run's token"}) {
@@ -414,8 +412,7 @@ TEST(DataParallel, ARunDirectoryThatIsNotSharedIsRefused) {
 // node 0's host name, with the static and the c10d rendezvous. Gloo must listen where the other
 // machine reaches it (torch.distributed's default, the host name's address, is 127.0.1.1 here
 // and fails), and the run must equal `--nproc 2` on one machine.
-TEST(DataParallel, TwoMachinesOverAVirtualNetworkTrainLikeOneMachine) {
-  SKIP_WITHOUT_CPU_GROUPS();
+TEST_F(DataParallel, TwoMachinesOverAVirtualNetworkTrainLikeOneMachine) {
   Fixture f;
   const std::string args = f.vocab + " --set train.dist_timeout=60";
   auto local = run_command(nmt_bin() + train_args(f.dir, "local", 10) + args + " --nproc 2 2>&1");
@@ -471,8 +468,7 @@ TEST(DataParallel, TwoMachinesOverAVirtualNetworkTrainLikeOneMachine) {
 // Set-up errors, each one line on every rank that sees it, well within train.dist_timeout:
 // world sizes that differ (either way round), configs that differ, a master that never comes,
 // a rank that never comes, and a port in use.
-TEST(DataParallel, SetUpErrorsAreOneClearLineWellWithinTheTimeout) {
-  SKIP_WITHOUT_CPU_GROUPS();
+TEST_F(DataParallel, SetUpErrorsAreOneClearLineWellWithinTheTimeout) {
   Fixture f;
   // Runs `before` (shell), then starts the ranks at once ("RANK WORLD_SIZE extra arguments"
   // each) on `port`; returns each rank's output (ending "rc STATUS").

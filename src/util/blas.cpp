@@ -252,10 +252,14 @@ void onednn_sgemm_row_major(bool trans_b, int64_t m, int64_t n, int64_t k, float
 }
 
 std::string bf16_gemm_missing() {
-  if (!cpu_has_avx512_bf16()) return "this CPU lacks AVX512-BF16 (bfloat16 products)";
-  if (dnnl_bf16_gemm_function() == nullptr)
-    return "this LibTorch's process has no oneDNN dnnl_gemm_bf16bf16f32";
-  return "";
+  // Asked at every step (the step's Bf16ProductsGuard): the CPU and the process do not change.
+  static const std::string reason = [] {
+    if (!cpu_has_avx512_bf16()) return "this CPU lacks AVX512-BF16 (bfloat16 products)";
+    if (dnnl_bf16_gemm_function() == nullptr)
+      return "this LibTorch's process has no oneDNN dnnl_gemm_bf16bf16f32";
+    return "";
+  }();
+  return reason;
 }
 
 bool have_bf16_gemm() { return bf16_gemm_missing().empty(); }
