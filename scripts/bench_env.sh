@@ -8,7 +8,7 @@
 # and config as they are.
 #   scripts/bench_env.sh STEPS THREADS REPEATS SETTING...
 #   e.g. scripts/bench_env.sh 40 2 2 default OMP_WAIT_POLICY=passive GOMP_SPINCOUNT=10000
-#        scripts/bench_env.sh 40 2 2 default set:train.precision=bf16
+#        scripts/bench_env.sh 40 2 2 set:train.precision=fp32 set:train.precision=bf16
 #        scripts/bench_env.sh 40 2 2 bin:/tmp/nmt-before default
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -3,9 +3,13 @@
 # SentencePiece model, same steps, same threads, in one run on this machine; then the machine's
 # sgemm peak, measured in the same run, and the fraction of it that training turns into useful work.
 #   scripts/bench_train.sh [STEPS] [THREADS]     (defaults: 100 steps, 2 threads)
-# NMT_SET="KEY=VALUE ..." adds config settings to nmt's run, e.g. NMT_SET=train.precision=bf16
-# (bfloat16 products on AVX512-BF16 CPUs; the peer stays float32, its only CPU precision). The
-# efficiency figure is always taken against the float32 (sgemm) peak.
+# NMT_SET="KEY=VALUE ..." adds config settings to nmt's run, e.g. NMT_SET=train.precision=fp32
+# (the config's precision is auto: bfloat16 products on AVX512-BF16 CPUs, else float32). The
+# peer runs as shipped (float32, its only CPU precision); when nmt ran in bf16, a copy of the peer
+# with its autocast pointed at the CPU (torch.autocast("cpu", bfloat16) around forward and loss,
+# a one-line change a PyTorch user could make) runs too and gets a ratio of its own
+# (PEER_AUTOCAST=0 skips it). The efficiency figure is taken against the float32 (sgemm) peak,
+# and against the bfloat16 GEMM's where the CPU has one.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -34,6 +38,22 @@ scripts/peak_rss.py "$OUT/peer.rss" /usr/bin/python3 "$PEER" train --spm "$OUT/n
   --tgt data/multi30k/train.de --steps "$STEPS" --threads "$THREADS" 2>"$OUT/peer.log" | tee "$OUT/peer.json"
 peer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tgt_tok_per_s"])' "$OUT/peer.json")
 
+precision=$(sed -n 's/.*, precision \([a-z0-9]*\).*/\1/p' "$OUT/nmt.log" | head -1)
+peer_bf16=0
+if [[ "$precision" == bf16 && "${PEER_AUTOCAST:-1}" != 0 ]]; then
+  # The peer's autocast is CUDA's; the copy points it at the CPU when the device is the CPU.
+  sed 's/torch.autocast("cuda", dtype=torch.bfloat16)/torch.autocast("cuda" if a.device.startswith("cuda") else "cpu", dtype=torch.bfloat16)/' \
+    "$PEER" >"$OUT/peer_cpu_autocast.py"
+  if cmp -s "$PEER" "$OUT/peer_cpu_autocast.py"; then
+    echo "== the peer's autocast line was not found: no bf16 peer" >&2
+  else
+    echo "== peer with CPU bf16 autocast: $STEPS steps, $THREADS threads"
+    /usr/bin/python3 "$OUT/peer_cpu_autocast.py" train --spm "$OUT/nmt/spm.model" --src data/multi30k/train.en \
+      --tgt data/multi30k/train.de --steps "$STEPS" --threads "$THREADS" --bf16 2>"$OUT/peer_bf16.log" | tee "$OUT/peer_bf16.json"
+    peer_bf16=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tgt_tok_per_s"])' "$OUT/peer_bf16.json")
+  fi
+fi
+
 echo "== the machine's sgemm peak at $THREADS threads, now"
 peak=$(gemm_peak "$THREADS")
 mflop=$(train_flops_per_token configs/multi30k_en_de_base.json "$OUT/nmt/spm.model")
@@ -41,15 +61,19 @@ mflop=$(train_flops_per_token configs/multi30k_en_de_base.json "$OUT/nmt/spm.mod
 bf16_peak=$(sed -n 's/^bf16_peak_gflops \([0-9.]*\).*/\1/p' "$ROOT/bench/gemm_peak.txt")
 
 python3 - "$ours" "$peer" "$STEPS" "$THREADS" "$(cat "$OUT/nmt.rss")" "$(cat "$OUT/peer.rss")" \
-  "$peak" "$mflop" "${bf16_peak:-0}" <<'PY'
+  "$peak" "$mflop" "${bf16_peak:-0}" "${precision:-?}" "$peer_bf16" <<'PY'
 import sys
 ours, peer, steps, threads = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
 rss_ours, rss_peer = int(sys.argv[5]), int(sys.argv[6])
 peak, mflop, bf16_peak = float(sys.argv[7]), float(sys.argv[8]), float(sys.argv[9])
+precision, peer_bf16 = sys.argv[10], float(sys.argv[11])
 print(f"\ntraining target tokens/s over {steps} steps at {threads} threads")
-print(f"  nmt  : {ours:9.1f}")
-print(f"  peer : {peer:9.1f}")
+print(f"  nmt  : {ours:9.1f}  (precision {precision})")
+print(f"  peer : {peer:9.1f}  (fp32, as shipped)")
 print(f"  ratio: {ours / peer:9.2f}x")
+if peer_bf16 > 0:
+    print(f"  peer with CPU bf16 autocast: {peer_bf16:9.1f}")
+    print(f"  ratio to it                : {ours / peer_bf16:9.2f}x")
 print("peak RSS while training")
 print(f"  nmt  : {rss_ours:9d} kB")
 print(f"  peer : {rss_peer:9d} kB")

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # BLEU after equal steps, the protocol docs/performance.md uses to check that a speed change does
-# not cost quality: configs/multi30k_en_de_base.json for STEPS steps with warm-up over the same
-# STEPS, one SentencePiece model for every run, 1 thread each, every (setting, seed) run side by
-# side, seeds 1 and 2 (SEEDS to change). Val is the trainer's greedy validation at the last step
+# not cost quality: configs/multi30k_en_de_base.json (CONFIG to change) for STEPS steps with
+# warm-up over the same STEPS, one SentencePiece model for every run, 1 thread each, every
+# (setting, seed) run side by side, seeds 1 and 2 (SEEDS to change). Val is the trainer's greedy validation at the last step
 # (decoded in the run's precision); test is `nmt eval --checkpoint RUN --beam 1` (float32) on
 # test_2016_flickr, by the setting's binary. Each SETTING is as in scripts/bench_env.sh: "default",
 # or VAR=VALUE, set:KEY=VALUE and bin:PATH items separated by commas.
 # Prints a Markdown table, one row per run, then the mean of each setting over the seeds.
 #   scripts/quality_equal_steps.sh STEPS OUT_DIR SETTING...
-#   e.g. scripts/quality_equal_steps.sh 800 runs/quality default set:train.precision=bf16
+#   e.g. scripts/quality_equal_steps.sh 800 runs/q set:train.precision=fp32 set:train.precision=bf16
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -22,7 +22,8 @@ TEST=data/multi30k/test_2016_flickr
 require_nmt
 ensure_multi30k
 rm -rf "$OUT" && mkdir -p "$OUT"
-common=(--config configs/multi30k_en_de_base.json --set train.max_steps="$STEPS"
+CONFIG="${CONFIG:-configs/multi30k_en_de_base.json}"
+common=(--config "$CONFIG" --set train.max_steps="$STEPS"
   --set train.warmup_steps="$STEPS" --set train.threads=1 --set train.log_every=100)
 SPM=$(shared_vocab "$OUT/vocab" "${common[@]}" --set train.valid_every=0 --set data.valid_src= \
   --set data.valid_tgt=)

@@ -182,14 +182,16 @@ TEST(EndToEnd, ShippedRecipesTrainBriefly) {
     SCOPED_TRACE(name);
     ++recipes;
     const std::string run = dir / ("run-" + name);
-    // The first keeps OpenBLAS's own kernel choice and the BLAS for all products; the others
-    // get nmt's choices.
+    // The first keeps OpenBLAS's own kernel choice and the BLAS for all products, in float32;
+    // the others get nmt's choices and the recipe's precision.
     const bool keep_core = recipes == 1;
+    const json recipe = json::parse(nmt_test::read_text(entry.path().string()));
+    const std::string precision =
+        keep_core ? "fp32" : recipe["train"].value("precision", std::string("fp32"));
     const auto r = run_command(
         (keep_core ? "NMT_BLAS_CORE=keep OPENBLAS_CORETYPE=Haswell NMT_GEMM=blas " : "") +
-        nmt_bin() +
-        " train --config configs/" +
-        name + " --run-dir " + run +
+        nmt_bin() + " train --config configs/" + name + " --run-dir " + run +
+        " --set train.precision=" + precision +
         " --set data.train_src=" + d + "/train.en --set data.train_tgt=" + d + "/train.de" +
         " --set data.valid_src=" + d + "/valid.en --set data.valid_tgt=" + d + "/valid.de" +
         " --set vocab.size=100 --set train.threads=1 --set train.max_steps=6" +
@@ -217,7 +219,18 @@ TEST(EndToEnd, ShippedRecipesTrainBriefly) {
         EXPECT_TRUE(avx512) << r.output;
       }
       // Debian's LibTorch has oneDNN in the process (pip's CUDA builds link it statically).
-      if (!torch::cuda::is_available() && std::getenv("NMT_GEMM") == nullptr) {
+      // A recipe in auto precision multiplies in bfloat16 where the CPU can, and says so.
+      const bool bf16 = precision == "bf16" || (precision == "auto" && nmt::have_bf16_gemm());
+      if (bf16) {
+        EXPECT_NE(r.output.find(precision == "auto" ? "precision bf16 (auto: this CPU multiplies "
+                                                      "bfloat16)"
+                                                    : "precision bf16"),
+                  std::string::npos)
+            << r.output;
+        EXPECT_NE(r.output.find("'s bfloat16 GEMM for the linear layers' products"),
+                  std::string::npos)
+            << r.output;
+      } else if (!torch::cuda::is_available() && std::getenv("NMT_GEMM") == nullptr) {
         EXPECT_NE(r.output.find("; oneDNN "), std::string::npos) << r.output;
         EXPECT_NE(r.output.find("(NMT_GEMM=auto)"), std::string::npos) << r.output;
       }

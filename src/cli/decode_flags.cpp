@@ -31,7 +31,7 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
   cmd->add_option(
       "--precision", flags.precision,
       "fp32, or bf16 / fp16 (CUDA autocast; bf16 also on AVX512-BF16 CPUs: faster, may cost "
-      "BLEU) (default: fp32)");
+      "BLEU), or auto (bf16 on a CPU with AVX512-BF16, else fp32) (default: fp32)");
 }
 
 void check_decode_flags(const DecodeFlags& flags) {
@@ -60,7 +60,8 @@ LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& 
   // Refuses fp16 off CUDA, and bf16 on a CPU without native bfloat16 products, early.
   const Precision precision = parse_precision(flags.precision, device, "--precision");
   LoadedModel m = load_model(checkpoint, device);
-  spdlog::info("device {}, precision {}", describe_device(device), flags.precision);
+  spdlog::info("device {}, precision {}", describe_device(device),
+               describe_precision(flags.precision, precision, device));
   if (device.is_cpu())
     spdlog::info("GEMM backend: {}", gemm_backend_description(precision == Precision::kBf16));
   if (int8) {

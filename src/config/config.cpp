@@ -185,10 +185,11 @@ void visit(TrainConfig& c, V& v) {
     "auto (CUDA when available, else the CPU) | cpu | cuda | cuda:N (--device overrides it)",
     device_name());
   v("precision", c.precision,
-    "fp32 | bf16 | fp16: mixed precision by CUDA autocast, weights and Adam state stay fp32, the "
-    "loss in fp32; fp16 adds dynamic loss scaling. On the CPU, bf16 runs the linear layers' "
-    "products in bfloat16 (AVX512-BF16 CPUs), all else in fp32",
-    one_of({"fp32", "bf16", "fp16"}));
+    "fp32 | bf16 | fp16 | auto: mixed precision by CUDA autocast, weights and Adam state stay "
+    "fp32, the loss in fp32; fp16 adds dynamic loss scaling. On the CPU, bf16 runs the linear "
+    "layers' products in bfloat16 (AVX512-BF16 CPUs), all else in fp32. auto: bf16 on a CPU "
+    "with AVX512-BF16, else fp32 (CUDA included)",
+    one_of({"fp32", "bf16", "fp16", "auto"}));
   v("log_every", c.log_every, "steps between log lines and metrics.jsonl rows, plus one at the end",
     at_least(1));
   v("save_every", c.save_every, "steps between checkpoints (a final one is always written)",

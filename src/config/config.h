@@ -72,7 +72,7 @@ struct TrainConfig {
   int64_t seed = 1;        // seed for initialisation, shuffling and dropout
   int64_t threads = 0;     // intra-op CPU threads (0 = all cores)
   std::string device = "auto";       // auto (CUDA when available, else CPU) | cpu | cuda | cuda:N
-  std::string precision = "fp32";    // fp32 | bf16 | fp16 (CUDA autocast; bf16 CPU products)
+  std::string precision = "fp32";    // fp32 | bf16 | fp16 | auto (bf16 where the CPU has it)
   int64_t log_every = 100;           // steps between log lines and metrics.jsonl rows
   int64_t save_every = 1000;         // steps between checkpoints (a final one is always written)
   int64_t keep_last = 5;             // checkpoints kept in DIR/checkpoints

@@ -92,8 +92,10 @@ Precision parse_precision(const std::string& name, const torch::Device& device,
     p = Precision::kBf16;
   else if (name == "fp16")
     p = Precision::kFp16;
+  else if (name == "auto")
+    return device.is_cpu() && have_bf16_gemm() ? Precision::kBf16 : Precision::kFp32;
   else
-    throw Error(what + ": unknown precision \"" + name + "\" (fp32, bf16 or fp16)");
+    throw Error(what + ": unknown precision \"" + name + "\" (fp32, bf16, fp16 or auto)");
   if (p == Precision::kFp16 && !device.is_cuda())
     throw Error(what + " fp16 runs on CUDA only (autocast); on " + device.str() +
                 " use fp32 or bf16");
@@ -112,6 +114,15 @@ const char* precision_name(Precision precision) {
     default:
       return "fp32";
   }
+}
+
+std::string describe_precision(const std::string& name, Precision precision,
+                               const torch::Device& device) {
+  const std::string chosen = precision_name(precision);
+  if (name != "auto") return chosen;
+  if (!device.is_cpu()) return chosen + " (auto: float32 on CUDA)";
+  if (precision == Precision::kBf16) return chosen + " (auto: this CPU multiplies bfloat16)";
+  return chosen + " (auto: " + bf16_gemm_missing() + ")";
 }
 
 AutocastGuard::AutocastGuard(const torch::Device& device, Precision precision) {

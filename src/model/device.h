@@ -39,11 +39,16 @@ enum class Precision {
   kFp16,  // CUDA autocast to float16 (training adds dynamic loss scaling)
 };
 
-// "fp32", "bf16" or "fp16"; throws Error naming `what` otherwise, for fp16 off CUDA, and for bf16
-// on a CPU without native bfloat16 products (util/blas.h's have_bf16_gemm).
+// "fp32", "bf16", "fp16" or "auto"; throws Error naming `what` otherwise, for fp16 off CUDA, and
+// for bf16 on a CPU without native bfloat16 products (util/blas.h's have_bf16_gemm). "auto" is
+// bf16 on a CPU with them and fp32 elsewhere: CUDA included, where bf16 autocast trained and
+// decoded slower than fp32 at the recipes' 4,096-token batches (docs/gpu.md).
 Precision parse_precision(const std::string& name, const torch::Device& device,
                           const std::string& what);
 const char* precision_name(Precision precision);
+// For the log: "bf16", or for "auto" what it chose and why, "bf16 (auto: ...)".
+std::string describe_precision(const std::string& name, Precision precision,
+                               const torch::Device& device);
 
 class Bf16ProductsGuard;
 

@@ -150,7 +150,7 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
     device_ = resolve_device("cuda:" + std::to_string(env_.local_rank), "LOCAL_RANK");
   precision_ = parse_precision(tc_.precision, device_, "train.precision");
   spdlog::info("nmt train: run dir {}, {} threads, device {}, precision {}", run_dir_, threads,
-               describe_device(device_), precision_name(precision_));
+               describe_device(device_), describe_precision(tc_.precision, precision_, device_));
   if (device_.is_cpu())
     spdlog::info("GEMM backend: {}", gemm_backend_description(precision_ == Precision::kBf16));
   // torchrun restarts a failed group with the same command: it must continue, not start over.
