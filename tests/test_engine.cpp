@@ -5,9 +5,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
@@ -346,7 +348,8 @@ TEST(GenericPath, Bf16ProductsEqualProductsOfRoundedOperands) {
   for (const Case& c : std::vector<Case>{{{7, 5, 256}, 1024, true},
                                          {{35, 1024}, 256, false},
                                          {{1, 40}, 24, true},
-                                         {{3, 2, 256}, 8000, true}}) {
+                                         {{3, 2, 256}, 8000, true},
+                                         {{2, 65, 64}, 48, true}}) {
     SCOPED_TRACE(std::to_string(c.x_shape.back()) + " -> " + std::to_string(c.out));
     const int64_t in = c.x_shape.back();
     auto x = torch::randn(c.x_shape).requires_grad_(true);
@@ -373,6 +376,46 @@ TEST(GenericPath, Bf16ProductsEqualProductsOfRoundedOperands) {
     torch::NoGradGuard no_grad;
     const nmt::Bf16ProductsGuard guard;
     EXPECT_TRUE(torch::equal(nmt::linear(x, w, b), y.detach()));
+  }
+}
+
+// nmt's bfloat16 rounding gives ATen's bits for every finite float (ties to even, values that
+// round up to infinity, denormals, signed zeros) and a NaN for a NaN. The column sums that come
+// with it are float64's within rounding, and the same bits at 1 and 2 threads.
+TEST(GenericPath, Bf16RoundingAndColumnSums) {
+  const float tie_down = 1.0f + 1.0f / 256, tie_up = 1.0f + 3.0f / 256;  // halfway: to even
+  std::vector<float> special = {0.0f,     -0.0f,     1.0f,       -1.0f,    tie_down, tie_up,
+                                -tie_up,  FLT_MAX,   -FLT_MAX,   FLT_MIN,  1e-40f,   -1e-45f,
+                                INFINITY, -INFINITY, 3.3961e38f, 65504.0f, 1.0f / 3, -2.5e-8f};
+  auto t = torch::cat({torch::tensor(special),
+                       torch::randint(std::numeric_limits<int32_t>::min(),
+                                      std::numeric_limits<int32_t>::max(), {200000}, torch::kInt)
+                           .view(torch::kFloat),
+                       torch::randn({70001}) * torch::exp(torch::randn({70001}) * 8)});
+  t = torch::where(torch::isnan(t), torch::zeros_like(t), t);
+  const auto mine = nmt::to_bf16(t), aten = t.to(torch::kBFloat16);
+  ASSERT_EQ(mine.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(mine.view(torch::kShort), aten.view(torch::kShort)));
+  EXPECT_EQ(mine[4].item<float>(), 1.0f);
+  EXPECT_EQ(mine[5].item<float>(), 1.0f + 4.0f / 256);
+  EXPECT_TRUE(std::isinf(mine[7].item<float>()));  // FLT_MAX is nearer 2^128 than bf16's largest
+  EXPECT_TRUE(std::isnan(nmt::to_bf16(torch::full({3}, NAN))[1].item<float>()));
+
+  for (const int64_t rows : {1, 64, 300}) {
+    const auto g = torch::randn({rows, 37}) * 3;
+    torch::Tensor sums1, sums2;
+    const int threads = torch::get_num_threads();
+    torch::set_num_threads(1);
+    const auto copy1 = nmt::to_bf16_with_column_sums(g, &sums1);
+    torch::set_num_threads(2);
+    const auto copy2 = nmt::to_bf16_with_column_sums(g, &sums2);
+    torch::set_num_threads(threads);
+    EXPECT_TRUE(
+        torch::equal(copy1.view(torch::kShort), g.to(torch::kBFloat16).view(torch::kShort)));
+    EXPECT_TRUE(torch::equal(copy1.view(torch::kShort), copy2.view(torch::kShort)));
+    EXPECT_TRUE(torch::equal(sums1, sums2)) << rows;
+    const auto want = g.to(torch::kDouble).sum(0);
+    EXPECT_LT((sums1.to(torch::kDouble) - want).abs().max().item<double>(), 1e-5 * rows) << rows;
   }
 }
 
@@ -498,6 +541,16 @@ TEST(Device, NamesResolveOrFailClearly) {
     }
   }
   EXPECT_THROW(parse_precision("fp8", torch::kCPU, "x"), Error);
+  // auto: bf16 where the CPU multiplies bfloat16 natively, else fp32, never refused; CUDA fp32.
+  const auto cpu_auto = parse_precision("auto", torch::kCPU, "x");
+  EXPECT_EQ(cpu_auto, nmt::have_bf16_gemm() ? Precision::kBf16 : Precision::kFp32);
+  EXPECT_EQ(parse_precision("auto", torch::Device(torch::kCUDA, 0), "x"), Precision::kFp32);
+  EXPECT_EQ(describe_precision("auto", cpu_auto, torch::kCPU),
+            nmt::have_bf16_gemm() ? "bf16 (auto: this CPU multiplies bfloat16)"
+                                  : "fp32 (auto: " + nmt::bf16_gemm_missing() + ")");
+  EXPECT_EQ(describe_precision("auto", Precision::kFp32, torch::Device(torch::kCUDA, 0)),
+            "fp32 (auto: float32 on CUDA)");
+  EXPECT_EQ(describe_precision("fp32", Precision::kFp32, torch::kCPU), "fp32");
 }
 
 TEST(Device, ConfigKeysAreValidated) {
@@ -516,7 +569,9 @@ TEST(Device, ConfigKeysAreValidated) {
   EXPECT_EQ(error_of({"train.device=tpu"}),
             "train.device: must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"tpu\"");
   EXPECT_EQ(error_of({"train.precision=fp8"}),
-            "train.precision: must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"");
+            "train.precision: must be one of \"fp32\", \"bf16\", \"fp16\", \"auto\", got "
+            "\"fp8\"");
+  EXPECT_EQ(error_of({"train.precision=auto"}), "");
   EXPECT_EQ(error_of({"model.arch=lstm"}),
             "model.arch: must be one of \"transformer\", \"rnn\", got \"lstm\"");
 }

@@ -1,6 +1,10 @@
 #include "model/linear.h"
 
+#include <ATen/Parallel.h>
 #include <torch/autograd.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include "util/blas.h"
 #include "util/util.h"
@@ -41,7 +45,81 @@ void bf16_product(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, 
                              b.size(1), accumulate ? 1.0f : 0.0f, y.data_ptr<float>(), n);
 }
 
-torch::Tensor to_bf16(const torch::Tensor& t) { return t.to(torch::kBFloat16).contiguous(); }
+// float to bfloat16 rounded to nearest even, a NaN to a NaN: for finite values the bits of
+// c10::BFloat16 (ATen's .to(kBFloat16)), in integer operations that vectorize 16 wide.
+inline uint16_t bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const auto rounded = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? uint16_t{0x7FC0} : rounded;
+}
+
+NMT_CPU_CLONES
+void round_to_bf16(const float* __restrict src, uint16_t* __restrict dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_bits(src[i]);
+}
+
+// The same for rows [0, rows) of a row-major [rows, n] block, whose column sums go to sums [n]
+// as well: the output gradient's bfloat16 copy and the bias's gradient in one pass over it.
+NMT_CPU_CLONES
+void round_to_bf16_and_sum(const float* __restrict src, uint16_t* __restrict dst,
+                           float* __restrict sums, int64_t rows, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) sums[j] = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = src + r * n;
+    uint16_t* out = dst + r * n;
+    for (int64_t j = 0; j < n; ++j) {
+      out[j] = bf16_bits(row[j]);
+      sums[j] += row[j];
+    }
+  }
+}
+
+uint16_t* mutable_bits(torch::Tensor& t) {
+  return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>());
+}
+
+}  // namespace
+
+torch::Tensor to_bf16(const torch::Tensor& t) {
+  const auto src = t.contiguous();
+  auto dst = torch::empty(src.sizes(), src.options().dtype(torch::kBFloat16));
+  const float* s = src.data_ptr<float>();
+  uint16_t* d = mutable_bits(dst);
+  at::parallel_for(0, src.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+    round_to_bf16(s + begin, d + begin, end - begin);
+  });
+  return dst;
+}
+
+namespace {
+// Rows a block of the column sums' partial sums covers: fixed, so that the sums, added in block
+// order, are the same bits at every thread count.
+constexpr int64_t kSumRows = 64;
+}  // namespace
+
+torch::Tensor to_bf16_with_column_sums(const torch::Tensor& g, torch::Tensor* sums) {
+  const int64_t m = g.size(0), n = g.size(1), blocks = (m + kSumRows - 1) / kSumRows;
+  auto dst = torch::empty({m, n}, g.options().dtype(torch::kBFloat16));
+  auto partial = torch::empty({blocks, n}, g.options());
+  const float* s = g.data_ptr<float>();
+  uint16_t* d = mutable_bits(dst);
+  float* p = partial.data_ptr<float>();
+  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t r0 = b * kSumRows, rows = std::min(kSumRows, m - r0);
+      round_to_bf16_and_sum(s + r0 * n, d + r0 * n, p + b * n, rows, n);
+    }
+  });
+  *sums = torch::empty({n}, g.options());
+  float* out = sums->data_ptr<float>();
+  for (int64_t j = 0; j < n; ++j) out[j] = p[j];
+  for (int64_t b = 1; b < blocks; ++b)
+    for (int64_t j = 0; j < n; ++j) out[j] += p[b * n + j];
+  return dst;
+}
+
+namespace {
 
 // Inputs must be defined tensors: a layer without bias passes an empty one (which needs no
 // gradient) and has_bias false. With bf16, the products take bfloat16 copies of x, W and the
@@ -77,8 +155,10 @@ struct Linear : torch::autograd::Function<Linear> {
     const bool bf16 = ctx->saved_data["bf16"].toBool();
     const auto g = grads[0].contiguous().view({-1, w.size(0)});
     const bool need_gx = ctx->needs_input_grad(0), need_gw = ctx->needs_input_grad(1);
-    const auto gb16 = bf16 && (need_gx || need_gw) ? to_bf16(g) : torch::Tensor();
-    torch::Tensor gx, gw, gb;
+    const bool need_gb = ctx->needs_input_grad(2);
+    torch::Tensor gx, gw, gb, gb16;
+    if (bf16 && (need_gx || need_gw))
+      gb16 = need_gb ? to_bf16_with_column_sums(g, &gb) : to_bf16(g);
     if (need_gx) {
       gx = torch::empty({g.size(0), w.size(1)}, g.options());
       if (bf16)
@@ -97,7 +177,7 @@ struct Linear : torch::autograd::Function<Linear> {
         gw = g.t().mm(x2);  // oneDNN's sgemm lost on these by up to 2x
       }
     }
-    if (ctx->needs_input_grad(2)) gb = g.sum(0);
+    if (need_gb && !gb.defined()) gb = g.sum(0);
     return {gx, gw, gb, torch::Tensor(), torch::Tensor()};
   }
 };
