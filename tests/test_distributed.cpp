@@ -14,6 +14,7 @@
 #include "helpers.h"
 #include "train/distributed.h"
 #include "train/metrics_log.h"
+#include "util/blas.h"
 #include "util/util.h"
 
 // The data-parallel tests run their ranks on the CPU, which needs Gloo in the build.
@@ -333,10 +334,12 @@ namespace {
 // 127.0.0.1), node N training 10 steps into RUN_N under the fixture, its output in nodeN.out.
 // Prints "node0 RC" and "node1 RC".
 nmt_test::RunResult run_two_nodes(const Fixture& f, const std::string& args,
-                                  const std::string& run0, const std::string& run1) {
+                                  const std::string& run0, const std::string& run1,
+                                  const std::string& env1 = "") {
   const std::string port = std::to_string(nmt::free_loopback_port());
   const auto agent = [&](int node, const std::string& run) {
-    return "timeout 120 scripts/torchrun --nnodes 2 --node_rank " + std::to_string(node) +
+    return (node == 1 ? env1 : std::string()) +
+           "timeout 120 scripts/torchrun --nnodes 2 --node_rank " + std::to_string(node) +
            " --nproc_per_node 1 --master_addr 127.0.0.1 --master_port " + port + " --no_python " +
            nmt_test::nmt_binary() + train_args(f.dir, run, 10) + args + " > " +
            (f.dir / ("node" + std::to_string(node) + ".out")) + " 2>&1";
@@ -376,6 +379,31 @@ TEST_F(DataParallel, TwoTorchrunNodesTrainLikeOneNodeWithTwoProcesses) {
   ASSERT_NE(r.output.find("node0 0\nnode1 0"), std::string::npos)
       << r.output << nmt_test::read_text(f.dir / "node0.out")
       << nmt_test::read_text(f.dir / "node1.out");
+  expect_trains_like_one_machine(f, "nodes");
+}
+
+// precision auto on machines that differ (node 1 stands in for one without bfloat16 products):
+// every process trains in fp32, as --nproc 2 in fp32 on one machine does.
+TEST_F(DataParallel, AutoPrecisionAgreesAcrossUnlikeMachines) {
+  if (!nmt::have_bf16_gemm())
+    GTEST_SKIP() << "needs bfloat16 products: " << nmt::bf16_gemm_missing();
+  Fixture f;
+  const std::string args = f.vocab + " --set train.dist_timeout=60";
+  auto local = run_command(nmt_bin() + train_args(f.dir, "local", 10) + args +
+                           " --set train.precision=fp32 --nproc 2 2>&1");
+  ASSERT_EQ(local.status, 0) << local.output;
+  const auto r = run_two_nodes(f, args + " --set train.precision=auto", "nodes", "nodes",
+                               "NMT_DEBUG_NO_BF16=1 ");
+  const auto out0 = nmt_test::read_text(f.dir / "node0.out");
+  const auto out1 = nmt_test::read_text(f.dir / "node1.out");
+  ASSERT_NE(r.output.find("node0 0\nnode1 0"), std::string::npos) << r.output << out0 << out1;
+  const auto log = nmt_test::read_text(f.dir / "nodes/train.log");
+  EXPECT_NE(log.find("precision bf16 (auto: this CPU multiplies bfloat16)"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("precision auto: 1 of 2 processes can multiply in bfloat16; all train in "
+                     "fp32"),
+            std::string::npos)
+      << log;
   expect_trains_like_one_machine(f, "nodes");
 }
 

@@ -191,9 +191,9 @@ TEST(EndToEnd, ShippedRecipesTrainBriefly) {
     const auto r = run_command(
         (keep_core ? "NMT_BLAS_CORE=keep OPENBLAS_CORETYPE=Haswell NMT_GEMM=blas " : "") +
         nmt_bin() + " train --config configs/" + name + " --run-dir " + run +
-        " --set train.precision=" + precision +
-        " --set data.train_src=" + d + "/train.en --set data.train_tgt=" + d + "/train.de" +
-        " --set data.valid_src=" + d + "/valid.en --set data.valid_tgt=" + d + "/valid.de" +
+        " --set train.precision=" + precision + " --set data.train_src=" + d +
+        "/train.en --set data.train_tgt=" + d + "/train.de" + " --set data.valid_src=" + d +
+        "/valid.en --set data.valid_tgt=" + d + "/valid.de" +
         " --set vocab.size=100 --set train.threads=1 --set train.max_steps=6" +
         " --set train.max_time=0 --set train.save_every=2 --set train.valid_every=2" +
         " --set train.log_every=2 --set data.max_len=60 --set train.batch_tokens=700" +
@@ -253,12 +253,13 @@ TEST(EndToEnd, DeviceAndPrecisionErrorsAreClear) {
   for (const char* name : {"data/a.en", "data/a.de"})
     nmt_test::write_text(dir / name, "one\ntwo\nthree\n");
   const std::string train = " train --config configs/quickstart.json --run-dir " + (dir / "run") +
-                             " --set data.train_src=" + (dir / "data/a.en") +
-                             " --set data.train_tgt=" + (dir / "data/a.de") +
-                             " --set data.valid_src=" + (dir / "data/a.en") +
-                             " --set data.valid_tgt=" + (dir / "data/a.de");
+                            " --set data.train_src=" + (dir / "data/a.en") +
+                            " --set data.train_tgt=" + (dir / "data/a.de") +
+                            " --set data.valid_src=" + (dir / "data/a.en") +
+                            " --set data.valid_tgt=" + (dir / "data/a.de");
   struct Case {
     std::string command, message;
+    std::string env = "";  // set for the command: the environment is what is wrong
   };
   std::vector<Case> cases = {
       {train + " --device tpu",
@@ -270,15 +271,21 @@ TEST(EndToEnd, DeviceAndPrecisionErrorsAreClear) {
       {" translate --checkpoint " + (dir / "none") + " --device gpu", "--device: unknown device"},
       {" translate --checkpoint " + (dir / "none") + " --device cpu --precision fp16",
        "--precision fp16 runs on CUDA only"},
+      // The products' library is the CPU's concern (a CUDA device would not ask).
+      {train + " --device cpu", "NMT_GEMM=fast: expected auto, blas or onednn", "NMT_GEMM=fast "},
+      // bf16 on a CPU without bfloat16 products (simulated on any CPU) is refused with the reason.
+      {train + " --device cpu --set train.precision=bf16",
+       "train.precision bf16 on the CPU multiplies in bfloat16, but NMT_DEBUG_NO_BF16 is set (as "
+       "on a CPU without bfloat16 products); use fp32",
+       "NMT_DEBUG_NO_BF16=1 "},
+      {" translate --checkpoint " + (dir / "none") + " --device cpu --precision bf16",
+       "--precision bf16 on the CPU multiplies in bfloat16, but NMT_DEBUG_NO_BF16 is set",
+       "NMT_DEBUG_NO_BF16=1 "},
   };
   if (!torch::cuda::is_available())
     cases.push_back({train + " --device cuda", "train.device cuda: no CUDA device is available"});
-  // The products' library is the CPU's concern (a CUDA device would not ask).
-  cases.push_back({train + " --device cpu", "NMT_GEMM=fast: expected auto, blas or onednn"});
   for (const auto& c : cases) {
-    // The last case's environment is wrong, not its command.
-    const auto r = run_command((&c == &cases.back() ? "NMT_GEMM=fast " : "") + nmt_bin() +
-                               c.command);
+    const auto r = run_command(c.env + nmt_bin() + c.command);
     EXPECT_EQ(r.status, 1) << c.command << "\n" << r.output;
     EXPECT_NE(r.output.find("nmt: error: "), std::string::npos) << c.command << "\n" << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << c.command << "\n" << r.output;

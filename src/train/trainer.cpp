@@ -74,6 +74,9 @@ class Trainer {
   void save();
   // train.average_last: averages, validates and saves DIR/checkpoints/averaged.
   void average();
+  // precision auto in data-parallel training: bf16 only when every process resolved it so
+  // (machines of a group may differ), else fp32 on all.
+  void agree_on_auto_precision();
   // True when DIR/checkpoints/averaged is the mean of `dirs` already (a finished run resumed).
   bool averaged_already(const std::vector<std::string>& dirs) const;
   // DIR/curves.svg from metrics.jsonl (main process).
@@ -173,6 +176,7 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
         spdlog::info("gloo: rank {} at {}", r, addresses[r]);
     }
     check_same_on_all_ranks(*group_, config_to_json(config_), "config");
+    agree_on_auto_precision();
     wait_for_main = [this] {
       group_->barrier();
       check_shared_run_dir(*group_, run_dir_);
@@ -243,8 +247,18 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
   state_.world_size = env_.world_size;
   if (main_process_)
     metrics_.emplace(run_dir_ + "/metrics.jsonl", run_.resume_from ? state_.step : int64_t{0});
-  validator_ = std::make_unique<Validator>(config_, run_.vocabs, std::move(run_.valid), run_dir_);
+  validator_ = std::make_unique<Validator>(config_, run_.vocabs, std::move(run_.valid), run_dir_,
+                                           precision_);
   elapsed_before_ = state_.elapsed_s;
+}
+
+void Trainer::agree_on_auto_precision() {
+  if (tc_.precision != "auto") return;
+  const double bf16 = group_->sum({precision_ == Precision::kBf16 ? 1.0 : 0.0})[0];
+  if (bf16 == 0.0 || bf16 == static_cast<double>(env_.world_size)) return;
+  precision_ = Precision::kFp32;
+  spdlog::info("precision auto: {} of {} processes can multiply in bfloat16; all train in fp32",
+               bf16, env_.world_size);
 }
 
 double Trainer::elapsed() const {

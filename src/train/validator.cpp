@@ -7,14 +7,19 @@
 
 namespace nmt {
 
-Validator::Validator(const Config& config, const Vocabs& vocabs, EvalSet valid, std::string run_dir)
-    : config_(config), vocabs_(vocabs), valid_(std::move(valid)), run_dir_(std::move(run_dir)) {}
+Validator::Validator(const Config& config, const Vocabs& vocabs, EvalSet valid, std::string run_dir,
+                     Precision precision)
+    : config_(config),
+      vocabs_(vocabs),
+      precision_(precision),
+      valid_(std::move(valid)),
+      run_dir_(std::move(run_dir)) {}
 
 std::pair<EvalResult, double> Validator::evaluate_model(Seq2Seq& model) const {
   const auto& tc = config_.train;
   TranslateOptions options = translate_options(config_, tc.valid_beam);
   // Decoded as trained: a run in bf16 or fp16 is validated in that precision.
-  options.precision = parse_precision(tc.precision, model->device(), "train.precision");
+  options.precision = precision_;
   auto r = evaluate(model, vocabs_, valid_, options, tc.batch_tokens);
   clear_progress();
   const double value = tc.best_metric == "bleu"   ? r.bleu.score

@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "eval/evaluate.h"
+#include "model/device.h"
 #include "model/seq2seq.h"
 #include "text/vocabs.h"
 #include "train/metrics_log.h"
@@ -17,8 +18,10 @@ namespace nmt {
 
 class Validator {
  public:
-  // `valid` may be empty: validation then does nothing.
-  Validator(const Config& config, const Vocabs& vocabs, EvalSet valid, std::string run_dir);
+  // `valid` may be empty: validation then does nothing. Decodes in the run's precision, as
+  // resolved for training (precision auto included).
+  Validator(const Config& config, const Vocabs& vocabs, EvalSet valid, std::string run_dir,
+            Precision precision);
 
   // Evaluates the model at state.step, logs and writes the row (to `metrics` when given), and
   // saves DIR/checkpoints/best when train.best_metric improved. Updates the best value and the
@@ -38,6 +41,7 @@ class Validator {
 
   const Config& config_;
   const Vocabs& vocabs_;
+  Precision precision_;
   EvalSet valid_;
   std::string run_dir_;
 };

@@ -254,6 +254,9 @@ void onednn_sgemm_row_major(bool trans_b, int64_t m, int64_t n, int64_t k, float
 std::string bf16_gemm_missing() {
   // Asked at every step (the step's Bf16ProductsGuard): the CPU and the process do not change.
   static const std::string reason = [] {
+    // Tests stand in for a CPU without them (the refusal, a group of unlike machines).
+    if (std::getenv("NMT_DEBUG_NO_BF16") != nullptr)
+      return "NMT_DEBUG_NO_BF16 is set (as on a CPU without bfloat16 products)";
     if (!cpu_has_avx512_bf16()) return "this CPU lacks AVX512-BF16 (bfloat16 products)";
     if (dnnl_bf16_gemm_function() == nullptr)
       return "this LibTorch's process has no oneDNN dnnl_gemm_bf16bf16f32";
