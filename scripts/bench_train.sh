@@ -33,10 +33,24 @@ scripts/peak_rss.py "$OUT/nmt.rss" build/nmt train --config configs/multi30k_en_
   --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= "${EXTRA[@]}" 2>&1 | tee "$OUT/nmt.log" | grep -E "step|data" || true
 ours=$(train_rate "$OUT/nmt/metrics.jsonl")
 
+# run_peer SCRIPT NAME [FLAGS...]: the peer script trains STEPS steps at THREADS threads on nmt's
+# SentencePiece model; its JSON line in $OUT/NAME.json (and shown), its stderr in $OUT/NAME.log,
+# its peak RSS in $OUT/NAME.rss.
+run_peer() {
+  local script="$1" name="$2"
+  shift 2
+  scripts/peak_rss.py "$OUT/$name.rss" /usr/bin/python3 "$script" train --spm "$OUT/nmt/spm.model" \
+    --src data/multi30k/train.en --tgt data/multi30k/train.de --steps "$STEPS" --threads "$THREADS" \
+    "$@" 2>"$OUT/$name.log" | tee "$OUT/$name.json"
+}
+# peer_rate NAME: the target tokens/s in $OUT/NAME.json.
+peer_rate() {
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tgt_tok_per_s"])' "$OUT/$1.json"
+}
+
 echo "== peer: $PEER, $STEPS steps, $THREADS threads"
-scripts/peak_rss.py "$OUT/peer.rss" /usr/bin/python3 "$PEER" train --spm "$OUT/nmt/spm.model" --src data/multi30k/train.en \
-  --tgt data/multi30k/train.de --steps "$STEPS" --threads "$THREADS" 2>"$OUT/peer.log" | tee "$OUT/peer.json"
-peer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tgt_tok_per_s"])' "$OUT/peer.json")
+run_peer "$PEER" peer
+peer=$(peer_rate peer)
 
 precision=$(sed -n 's/.*, precision \([a-z0-9]*\).*/\1/p' "$OUT/nmt.log" | head -1)
 peer_bf16=0
@@ -48,9 +62,8 @@ if [[ "$precision" == bf16 && "${PEER_AUTOCAST:-1}" != 0 ]]; then
     echo "== the peer's autocast line was not found: no bf16 peer" >&2
   else
     echo "== peer with CPU bf16 autocast: $STEPS steps, $THREADS threads"
-    /usr/bin/python3 "$OUT/peer_cpu_autocast.py" train --spm "$OUT/nmt/spm.model" --src data/multi30k/train.en \
-      --tgt data/multi30k/train.de --steps "$STEPS" --threads "$THREADS" --bf16 2>"$OUT/peer_bf16.log" | tee "$OUT/peer_bf16.json"
-    peer_bf16=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tgt_tok_per_s"])' "$OUT/peer_bf16.json")
+    run_peer "$OUT/peer_cpu_autocast.py" peer_bf16 --bf16
+    peer_bf16=$(peer_rate peer_bf16)
   fi
 fi
 

@@ -2,9 +2,9 @@
 # BLEU after equal steps, the protocol docs/performance.md uses to check that a speed change does
 # not cost quality: configs/multi30k_en_de_base.json (CONFIG to change) for STEPS steps with
 # warm-up over the same STEPS, one SentencePiece model for every run, 1 thread each, every
-# (setting, seed) run side by side, seeds 1 and 2 (SEEDS to change). Val is the trainer's greedy validation at the last step
-# (decoded in the run's precision); test is `nmt eval --checkpoint RUN --beam 1` (float32) on
-# test_2016_flickr, by the setting's binary. Each SETTING is as in scripts/bench_env.sh: "default",
+# (setting, seed) run side by side, seeds 1 and 2 (SEEDS to change). Val is the trainer's greedy
+# validation at the last step (decoded in the run's precision); test is `nmt eval --checkpoint RUN
+# --beam 1` (float32) on test_2016_flickr, by the setting's binary. Each SETTING is as in scripts/bench_env.sh: "default",
 # or VAR=VALUE, set:KEY=VALUE and bin:PATH items separated by commas.
 # Prints a Markdown table, one row per run, then the mean of each setting over the seeds.
 #   scripts/quality_equal_steps.sh STEPS OUT_DIR SETTING...

@@ -59,6 +59,10 @@ void round_to_bf16(const float* __restrict src, uint16_t* __restrict dst, int64_
   for (int64_t i = 0; i < n; ++i) dst[i] = bf16_bits(src[i]);
 }
 
+// Rows a block of the column sums' partial sums covers: fixed, so that the sums, added in block
+// order, are the same bits at every thread count.
+constexpr int64_t kSumRows = 64;
+
 // The same for rows [0, rows) of a row-major [rows, n] block, whose column sums go to sums [n]
 // as well: the output gradient's bfloat16 copy and the bias's gradient in one pass over it.
 NMT_CPU_CLONES
@@ -91,12 +95,6 @@ torch::Tensor to_bf16(const torch::Tensor& t) {
   });
   return dst;
 }
-
-namespace {
-// Rows a block of the column sums' partial sums covers: fixed, so that the sums, added in block
-// order, are the same bits at every thread count.
-constexpr int64_t kSumRows = 64;
-}  // namespace
 
 torch::Tensor to_bf16_with_column_sums(const torch::Tensor& g, torch::Tensor* sums) {
   const int64_t m = g.size(0), n = g.size(1), blocks = (m + kSumRows - 1) / kSumRows;
