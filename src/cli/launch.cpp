@@ -1,5 +1,6 @@
 #include "cli/launch.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
@@ -12,15 +13,12 @@
 #include <thread>
 #include <vector>
 
+#include "util/signals.h"
 #include "util/util.h"
 
 namespace nmt {
 
 namespace {
-
-volatile sig_atomic_t g_forward_signal = 0;
-
-void on_signal(int sig) { g_forward_signal = sig; }
 
 // This process's own command line, as the kernel has it.
 std::vector<std::string> own_arguments() {
@@ -71,13 +69,7 @@ int launch_local_workers(int nproc) {
 
   // Workers run in their own process group: a terminal's Ctrl-C reaches this launcher only,
   // which forwards it once (a second SIGINT means "exit at once" to a worker).
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {
-  }, old_term{};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  StopSignals signals(StopSignals::SecondSigint::kCounted);
 
   std::vector<pid_t> pids;
   for (int rank = 0; rank < nproc; ++rank) {
@@ -85,8 +77,8 @@ int launch_local_workers(int nproc) {
     if (pid < 0) throw Error(std::string("--nproc: fork: ") + std::strerror(errno));
     if (pid == 0) {
       ::setpgid(0, 0);
-      sigaction(SIGINT, &old_int, nullptr);
-      sigaction(SIGTERM, &old_term, nullptr);
+      // The worker starts with the mask the launcher had; its own main() routes the signals.
+      ::pthread_sigmask(SIG_SETMASK, &original_signal_mask(), nullptr);
       ::setenv("RANK", std::to_string(rank).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
@@ -109,9 +101,7 @@ int launch_local_workers(int nproc) {
   bool stopping = false;  // a worker failed: the others are being stopped
   std::chrono::steady_clock::time_point kill_at{};
   while (running > 0) {
-    if (g_forward_signal != 0) {
-      const int sig = g_forward_signal;
-      g_forward_signal = 0;
+    if (const int sig = signals.take(); sig != 0) {
       for (const pid_t pid : pids)
         if (pid > 0) ::kill(pid, sig);
     }
@@ -141,8 +131,6 @@ int launch_local_workers(int nproc) {
       }
     }
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   return worst;
 }
 

@@ -6,9 +6,11 @@
 #include "cli/commands.h"
 #include "util/blas.h"
 #include "util/log.h"
+#include "util/signals.h"
 #include "util/util.h"
 
 int main(int argc, char** argv) {
+  nmt::route_stop_signals();   // before any thread exists (util/signals.h says why)
   nmt::select_blas_kernels();  // before anything multiplies
   CLI::App app{"nmt: train, evaluate and run translation models (Transformer or RNN)"};
   app.require_subcommand(1);

@@ -96,6 +96,8 @@ class Trainer {
   double seconds_left(double step_avg) const;
   double elapsed() const;
 
+  // First: a signal during set-up is a request to stop too, honoured before the first step.
+  StopSignals signals_;
   const Config& config_;
   const TrainConfig& tc_;
   TrainOptions options_;
@@ -467,7 +469,6 @@ void Trainer::run() {
   session_start_ = Clock::now();
   interval_ = Interval();
   logged_step_ = state_.step;
-  StopSignals signals;
   const auto nan_steps = debug_steps("NMT_DEBUG_NAN_STEPS");
   const auto oom_steps = debug_steps("NMT_DEBUG_OOM_STEPS");
   int64_t attempts = 0;
@@ -475,7 +476,7 @@ void Trainer::run() {
   bool time_up = false;
   while (!done()) {
     // Checked between steps: the previous step is complete, so the checkpoint is consistent.
-    const Stop stop = agreed_stop(signals.requested());
+    const Stop stop = agreed_stop(signals_.requested());
     if ((stop_signal = stop.signal) != 0) break;
     if ((time_up = stop.time_up)) break;
     // Gathered first: the loss is normalised by the step's target tokens.
