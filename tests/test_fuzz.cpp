@@ -334,8 +334,9 @@ class ConfigFuzzer {
     Config rnn = minimal;  // arch rnn: the model.rnn section, no Transformer keys
     rnn.model.arch = "rnn";
     seeds_.push_back(nmt::config_to_json(rnn));
-    for (const auto& k : json::parse(seeds_.back())["model"]["rnn"].items())
-      keys_.push_back("model.rnn." + k.key());
+    // Named: a range-for over items() of a temporary would iterate a destroyed object.
+    const json rnn_keys = json::parse(seeds_.back())["model"]["rnn"];
+    for (const auto& k : rnn_keys.items()) keys_.push_back("model.rnn." + k.key());
     seeds_.push_back("{\"train\": {\"max_steps\": 10}}");
     seeds_.push_back("{}");
     const json all = json::parse(nmt::config_to_json(minimal));

@@ -15,7 +15,10 @@ __attribute__((always_inline)) inline float exp_poly(float x) {
   // smaller inputs give about 1e-38 instead of a denormal or 0.
   x = std::min(std::max(x, -87.3f), 88.7f);
   // n = round(x / ln2) by the 1.5 * 2^23 trick: floor() kept GCC from vectorizing the loops.
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  // A NaN (which the clamp keeps) takes n = 0 and stays a NaN through r: converting it to an
+  // integer would be undefined, and the exponent shift below negative.
+  const float finite = x == x ? x : 0.0f;
+  const float n = (finite * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -24,7 +27,7 @@ __attribute__((always_inline)) inline float exp_poly(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float e = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return e * scale;
