@@ -14,6 +14,7 @@ PACKAGES=(
   libopenblas0-openmp     # replaces the reference BLAS that libtorch-dev pulls in (~25x faster)
   libsentencepiece-dev sentencepiece
   libcli11-dev libspdlog-dev nlohmann-json3-dev
+  zlib1g-dev              # gzip corpora (nmt prepare)
   libgtest-dev libbenchmark-dev
   iproute2                # ip netns: the two-machine data-parallel test (scripts/two_machines.sh)
   iptables                # a firewall on one of those machines (FIREWALL=1)

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "ckpt/checkpoint.h"
+#include "eval/evaluate.h"
 #include "eval/metrics.h"
 #include "helpers.h"
 #include "quickstart_run.h"
@@ -271,6 +273,29 @@ TEST_F(QuickstartRun, EvalScoresCheckpointsAndFiles) {
 
 // --quantize int8 through the binary: the same lines out, a score close to the float model's,
 // and a bad value refused.
+// nmt eval reads its files a chunk at a time (memory flat on millions of lines): small chunks
+// give the translations, BLEU and chrF of one chunk, and the loss up to the order of its sums.
+TEST_F(QuickstartRun, EvalInChunksScoresLikeOnePass) {
+  auto m = nmt::load_model(run());
+  m.model->eval();
+  nmt::TranslateOptions options = nmt::translate_options(m.config, 1);
+  std::vector<std::string> whole, chunked;
+  const auto one = nmt::evaluate_files(m.model, m.vocabs, data() + "/test.en", data() + "/test.de",
+                                       options, 4096, [&](const std::string& h) { whole.push_back(h); });
+  const auto many = nmt::evaluate_files(m.model, m.vocabs, data() + "/test.en", data() + "/test.de",
+                                        options, 4096, [&](const std::string& h) { chunked.push_back(h); },
+                                        /*chunk_lines=*/7);
+  ASSERT_EQ(whole.size(), 300u);
+  EXPECT_EQ(whole, chunked);
+  EXPECT_EQ(one.sentences, many.sentences);
+  EXPECT_EQ(one.result.bleu.score, many.result.bleu.score);
+  EXPECT_EQ(one.result.chrf.score, many.result.chrf.score);
+  EXPECT_EQ(one.bleu_lowercase.score, many.bleu_lowercase.score);
+  EXPECT_EQ(one.result.loss.tokens, many.result.loss.tokens);
+  EXPECT_NEAR(one.result.loss.nll_per_token, many.result.loss.nll_per_token, 1e-5);
+  EXPECT_EQ(one.result.bleu.score, nmt::corpus_bleu(whole, nmt_test::read_lines_of(data() + "/test.de")).score);
+}
+
 TEST_F(QuickstartRun, Int8QuantizedModelTranslatesAndScoresCloseToFloat) {
   const std::string src = data() + "/test.en", ref = data() + "/test.de";
   const std::string eval = nmt_bin() + " eval --checkpoint " + run() +

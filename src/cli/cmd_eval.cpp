@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <unistd.h>
 
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
@@ -18,13 +20,6 @@
 namespace nmt {
 
 namespace {
-
-void require_same_length(const std::string& a_name, const std::vector<std::string>& a,
-                         const std::string& b_name, const std::vector<std::string>& b) {
-  if (a.size() != b.size())
-    throw Error(a_name + " has " + std::to_string(a.size()) + " lines but " + b_name + " has " +
-                std::to_string(b.size()) + ": nothing is scored against the wrong line");
-}
 
 // sacreBLEU's one-line summary: BLEU = 27.43 58.9/33.6/20.8/13.1 (BP = 1.000 ratio = ...).
 std::string bleu_summary(const BleuResult& b) {
@@ -74,33 +69,37 @@ void add_eval_command(CLI::App& app) {
     // Refused before the translation, not after it.
     if (!args->hyp_out.empty()) check_writable_file(args->hyp_out);
 
-    const auto refs = read_lines(args->ref);
     nlohmann::json report;
-    std::vector<std::string> hyps;
-    BleuResult bleu;
-    ChrfResult chrf;
+    FileEval e;
     std::string loss_line;
     if (!args->checkpoint.empty()) {
       use_inference_threads(args->decode);
-      auto src = read_lines(args->src);
-      require_same_length("--src " + args->src, src, "--ref " + args->ref, refs);
       LoadedModel m = load_for_decoding(args->checkpoint, args->decode);
       TranslateOptions options = decode_options(args->decode, m.config, m.model->device());
       options.search.nbest = 1;
-      spdlog::info("translating {} lines with {} (beam {})", src.size(), m.dir,
-                   options.search.beam_size);
-      // The reference loss covers the pairs both sides of which can be encoded.
-      const EvalSet set = make_eval_set(std::move(src), refs, m.vocabs, m.model->max_positions());
-      const EvalResult r = evaluate(m.model, m.vocabs, set, options, options.batch_tokens);
-      hyps = r.hyps;
-      bleu = r.bleu;
-      chrf = r.chrf;
-      if (!args->hyp_out.empty()) {
-        std::string text;
-        for (const auto& h : hyps) text += h + "\n";
-        write_file_atomic(args->hyp_out, text);
+      spdlog::info("translating {} with {} (beam {})", args->src, m.dir, options.search.beam_size);
+      // Translations go to a temporary file renamed over --hyp-out at the end.
+      const std::string tmp =
+          args->hyp_out.empty() ? "" : args->hyp_out + ".tmp-" + std::to_string(::getpid());
+      std::optional<OutFile> hyp_out;
+      if (!tmp.empty()) hyp_out.emplace(tmp, OutFile::Mode::kTruncate);
+      try {
+        // The reference loss covers the pairs both sides of which can be encoded.
+        e = evaluate_files(m.model, m.vocabs, args->src, args->ref, options, options.batch_tokens,
+                           [&](const std::string& h) {
+                             if (hyp_out) hyp_out->write(h + "\n");
+                           });
+        if (hyp_out) {
+          hyp_out->sync();
+          hyp_out->close();
+          rename_path(tmp, args->hyp_out);
+        }
+      } catch (...) {
+        if (!tmp.empty()) ::unlink(tmp.c_str());
+        throw;
       }
-      const auto& cs = set.stats;
+      const auto& r = e.result;
+      const auto& cs = e.pairs;
       report = EvalScores(r).to_json();
       report["checkpoint"] = m.dir;
       report["beam"] = options.search.beam_size;
@@ -108,32 +107,31 @@ void add_eval_command(CLI::App& app) {
       report["loss_pairs"] = cs.kept;
       report["translate_seconds"] = r.translate_seconds;
       const double secs = std::max(r.translate_seconds, 1e-9);
-      report["sent_per_s"] = static_cast<double>(set.src.size()) / secs;
+      report["sent_per_s"] = static_cast<double>(e.sentences) / secs;
       report["tgt_tok_per_s"] = static_cast<double>(r.stats.output_tokens) / secs;
       char buf[256];
       std::snprintf(buf, sizeof buf,
-                    "loss = %.4f ppl = %.2f (%lld reference tokens, %lld of %zu pairs)",
+                    "loss = %.4f ppl = %.2f (%lld reference tokens, %lld of %lld pairs)",
                     r.loss.nll_per_token, r.loss.ppl, static_cast<long long>(r.loss.tokens),
-                    static_cast<long long>(cs.kept), set.src.size());
+                    static_cast<long long>(cs.kept), static_cast<long long>(e.sentences));
       loss_line = buf;
-      if (cs.kept < static_cast<int64_t>(set.src.size()))
+      if (cs.kept < e.sentences)
         spdlog::warn("reference loss skips {} pairs: {} empty, {} invalid UTF-8",
-                     set.src.size() - cs.kept, cs.empty, cs.invalid_utf8);
+                     e.sentences - cs.kept, cs.empty, cs.invalid_utf8);
     } else {
-      hyps = read_lines(args->hyp);
-      require_same_length("--hyp " + args->hyp, hyps, "--ref " + args->ref, refs);
-      bleu = corpus_bleu(hyps, refs);
-      chrf = corpus_chrf(hyps, refs);
+      e = score_files(args->hyp, args->ref);
     }
+    const BleuResult& bleu = e.result.bleu;
+    const ChrfResult& chrf = e.result.chrf;
     // Lowercased as well (sacreBLEU -lc), for setting beside papers that score that way.
-    const BleuResult bleu_lc = corpus_bleu(hyps, refs, /*lowercase=*/true);
+    const BleuResult& bleu_lc = e.bleu_lowercase;
     report["bleu"] = bleu.score;
     report["chrf"] = chrf.score;
     report["bleu_lowercase"] = bleu_lc.score;
     report["bleu_signature"] = bleu_signature();
     report["bleu_lowercase_signature"] = bleu_signature(/*lowercase=*/true);
     report["chrf_signature"] = chrf_signature();
-    report["sentences"] = hyps.size();
+    report["sentences"] = e.sentences;
     report["bleu_details"] = {{"precisions", bleu.precisions}, {"counts", bleu.counts},
                               {"totals", bleu.totals},         {"bp", bleu.bp},
                               {"sys_len", bleu.sys_len},       {"ref_len", bleu.ref_len}};

@@ -6,6 +6,7 @@
 #include "data/batching.h"
 #include "data/tensors.h"
 #include "model/loss.h"
+#include "util/line_reader.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -45,7 +46,8 @@ CorpusLoss corpus_loss(Seq2Seq& model, const Corpus& corpus, int64_t batch_token
   model->train(was_training);
   CorpusLoss r;
   r.tokens = tokens;
-  r.nll_per_token = tokens > 0 ? nll.item<double>() / static_cast<double>(tokens) : 0.0;
+  r.nll_sum = nll.item<double>();
+  r.nll_per_token = tokens > 0 ? r.nll_sum / static_cast<double>(tokens) : 0.0;
   r.ppl = std::exp(r.nll_per_token);
   return r;
 }
@@ -64,6 +66,115 @@ EvalResult evaluate(Seq2Seq& model, const Vocabs& vocabs, const EvalSet& set,
   r.bleu = corpus_bleu(r.hyps, set.ref);
   r.chrf = corpus_chrf(r.hyps, set.ref);
   return r;
+}
+
+namespace {
+
+// Two aligned files read a chunk at a time; refuses files whose line counts differ.
+class AlignedChunks {
+ public:
+  // Named in errors as `a_name` and `b_name` ("--src FILE").
+  AlignedChunks(const std::string& a, std::string a_name, const std::string& b, std::string b_name)
+      : a_(a), b_(b), a_name_(std::move(a_name)), b_name_(std::move(b_name)) {}
+  // The next chunk of up to `lines` pairs; false at the end of both files.
+  bool next(int64_t lines, std::vector<std::string>& a, std::vector<std::string>& b) {
+    a.clear();
+    b.clear();
+    std::string x, y;
+    while (static_cast<int64_t>(a.size()) < lines) {
+      const bool has_x = a_.next(x), has_y = b_.next(y);
+      if (has_x != has_y) {
+        while (a_.next(x)) {
+        }
+        while (b_.next(y)) {
+        }
+        throw Error(a_name_ + " has " + std::to_string(a_.lines()) + " lines but " + b_name_ +
+                    " has " + std::to_string(b_.lines()) +
+                    ": nothing is scored against the wrong line");
+      }
+      if (!has_x) break;
+      a.push_back(std::move(x));
+      b.push_back(std::move(y));
+    }
+    return !a.empty();
+  }
+
+ private:
+  LineReader a_, b_;
+  std::string a_name_, b_name_;
+};
+
+void add_counts(CorpusStats& total, const CorpusStats& s) {
+  total.total += s.total;
+  total.kept += s.kept;
+  total.empty += s.empty;
+  total.too_long += s.too_long;
+  total.invalid_utf8 += s.invalid_utf8;
+}
+
+}  // namespace
+
+FileEval evaluate_files(Seq2Seq& model, const Vocabs& vocabs, const std::string& src,
+                        const std::string& ref, const TranslateOptions& options,
+                        int64_t loss_batch_tokens,
+                        const std::function<void(const std::string&)>& on_hypothesis,
+                        int64_t chunk_lines) {
+  FileEval out;
+  BleuStats bleu, bleu_lc(true);
+  ChrfStats chrf;
+  double nll = 0;
+  AlignedChunks chunks(src, "--src " + src, ref, "--ref " + ref);
+  std::vector<std::string> src_lines, ref_lines;
+  while (chunks.next(chunk_lines, src_lines, ref_lines)) {
+    const EvalSet set =
+        make_eval_set(std::move(src_lines), std::move(ref_lines), vocabs, model->max_positions());
+    const EvalResult r = evaluate(model, vocabs, set, options, loss_batch_tokens);
+    for (size_t i = 0; i < r.hyps.size(); ++i) {
+      bleu.add(r.hyps[i], set.ref[i]);
+      bleu_lc.add(r.hyps[i], set.ref[i]);
+      chrf.add(r.hyps[i], set.ref[i]);
+      on_hypothesis(r.hyps[i]);
+    }
+    nll += r.loss.nll_sum;
+    out.result.loss.tokens += r.loss.tokens;
+    out.result.translate_seconds += r.translate_seconds;
+    out.result.stats.lines += r.stats.lines;
+    out.result.stats.truncated += r.stats.truncated;
+    out.result.stats.replaced_bytes += r.stats.replaced_bytes;
+    out.result.stats.output_tokens += r.stats.output_tokens;
+    add_counts(out.pairs, set.stats);
+    out.sentences += static_cast<int64_t>(set.src.size());
+    src_lines.clear();
+    ref_lines.clear();
+  }
+  auto& loss = out.result.loss;
+  loss.nll_sum = nll;
+  loss.nll_per_token = loss.tokens > 0 ? nll / static_cast<double>(loss.tokens) : 0.0;
+  loss.ppl = std::exp(loss.nll_per_token);
+  out.result.bleu = bleu.result();
+  out.result.chrf = chrf.result();
+  out.bleu_lowercase = bleu_lc.result();
+  return out;
+}
+
+FileEval score_files(const std::string& hyp, const std::string& ref) {
+  FileEval out;
+  BleuStats bleu, bleu_lc(true);
+  ChrfStats chrf;
+  AlignedChunks chunks(hyp, "--hyp " + hyp, ref, "--ref " + ref);
+  std::vector<std::string> h, r;
+  while (chunks.next(100000, h, r)) {
+    for (size_t i = 0; i < h.size(); ++i) {
+      bleu.add(h[i], r[i]);
+      bleu_lc.add(h[i], r[i]);
+      chrf.add(h[i], r[i]);
+    }
+    out.sentences += static_cast<int64_t>(h.size());
+  }
+  out.result.bleu = bleu.result();
+  out.result.chrf = chrf.result();
+  out.bleu_lowercase = bleu_lc.result();
+  return out;
 }
 
 EvalScores::EvalScores(const EvalResult& r)

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct CorpusLoss {
   double nll_per_token = 0;  // mean negative log-likelihood per target token (EOS included)
   double ppl = 0;            // exp(nll_per_token)
   int64_t tokens = 0;        // target tokens scored
+  double nll_sum = 0;        // the NLL summed over those tokens
 };
 
 // Teacher-forced loss of a corpus on the model's device, batched by token budget. Switches the
@@ -52,6 +54,28 @@ struct EvalResult {
 // loss_batch_tokens tokens. The model is put in eval mode and back.
 EvalResult evaluate(Seq2Seq& model, const Vocabs& vocabs, const EvalSet& set,
                     const TranslateOptions& options, int64_t loss_batch_tokens);
+
+// An evaluation of files of any length (nmt eval): what evaluate() gives, with the lowercased
+// BLEU and the counts, gathered a chunk at a time.
+struct FileEval {
+  EvalResult result;       // its hyps stay empty: they went to on_hypothesis
+  BleuResult bleu_lowercase;
+  CorpusStats pairs;       // what encoding for the loss kept and dropped
+  int64_t sentences = 0;
+};
+
+// Translates `src` and scores it against `ref`, reading both a chunk of chunk_lines lines at a
+// time: memory does not grow with the files. Each translation goes to on_hypothesis in input
+// order. Files of up to chunk_lines lines give exactly evaluate()'s numbers. Throws Error when
+// the line counts differ.
+FileEval evaluate_files(Seq2Seq& model, const Vocabs& vocabs, const std::string& src,
+                        const std::string& ref, const TranslateOptions& options,
+                        int64_t loss_batch_tokens,
+                        const std::function<void(const std::string&)>& on_hypothesis,
+                        int64_t chunk_lines = 100000);
+
+// Scores the lines of `hyp` against `ref` the same way, without a model.
+FileEval score_files(const std::string& hyp, const std::string& ref);
 
 // An evaluation's numbers under the names every report uses: `nmt eval --json` and the
 // validation rows of metrics.jsonl (with the prefix "valid_").

@@ -233,35 +233,29 @@ std::string lowercase(const std::string& line) {
   return out;
 }
 
-BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs,
-                       bool lowercase) {
-  if (lowercase) {
-    std::vector<std::string> h, r;
-    for (const auto& s : hyps) h.push_back(nmt::lowercase(s));
-    for (const auto& s : refs) r.push_back(nmt::lowercase(s));
-    return corpus_bleu(h, r, false);
-  }
-  check_sizes("corpus_bleu", hyps, refs);
-  BleuResult r;
-  r.counts.assign(kBleuOrder, 0);
-  r.totals.assign(kBleuOrder, 0);
-  r.precisions.assign(kBleuOrder, 0.0);
+BleuStats::BleuStats(bool lowercase) : lowercase_(lowercase) {
+  r_.counts.assign(kBleuOrder, 0);
+  r_.totals.assign(kBleuOrder, 0);
+  r_.precisions.assign(kBleuOrder, 0.0);
+}
 
-  for (size_t i = 0; i < hyps.size(); ++i) {
-    const Text hyp = tokenize_13a_text(hyps[i]);
-    const Text ref = tokenize_13a_text(refs[i]);
-    const NgramCounts hyp_counts = word_ngrams(hyp);
-    const NgramCounts ref_counts = word_ngrams(ref);
-    r.sys_len += count_tokens(hyp);
-    r.ref_len += count_tokens(ref);
-    for (const auto& [ngram, count] : hyp_counts) {
-      const int n = ngram_order(ngram) - 1;
-      r.totals[n] += count;
-      const auto it = ref_counts.find(ngram);
-      if (it != ref_counts.end()) r.counts[n] += std::min(count, it->second);
-    }
+void BleuStats::add(const std::string& hyp_line, const std::string& ref_line) {
+  const Text hyp = tokenize_13a_text(lowercase_ ? nmt::lowercase(hyp_line) : hyp_line);
+  const Text ref = tokenize_13a_text(lowercase_ ? nmt::lowercase(ref_line) : ref_line);
+  const NgramCounts hyp_counts = word_ngrams(hyp);
+  const NgramCounts ref_counts = word_ngrams(ref);
+  r_.sys_len += count_tokens(hyp);
+  r_.ref_len += count_tokens(ref);
+  for (const auto& [ngram, count] : hyp_counts) {
+    const int n = ngram_order(ngram) - 1;
+    r_.totals[n] += count;
+    const auto it = ref_counts.find(ngram);
+    if (it != ref_counts.end()) r_.counts[n] += std::min(count, it->second);
   }
+}
 
+BleuResult BleuStats::result() const {
+  BleuResult r = r_;
   // Operations below mirror sacreBLEU's compute_bleu() so that the doubles come out identical.
   if (r.sys_len < r.ref_len) {
     r.bp = r.sys_len > 0
@@ -291,50 +285,57 @@ BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<s
   return r;
 }
 
-ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
-  check_sizes("corpus_chrf", hyps, refs);
-  // Per order: hypothesis n-grams, reference n-grams, matches, summed over the corpus.
-  std::vector<int64_t> hyp_total(kChrfOrder, 0), ref_total(kChrfOrder, 0), match(kChrfOrder, 0);
+BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs,
+                       bool lowercase) {
+  check_sizes("corpus_bleu", hyps, refs);
+  BleuStats stats(lowercase);
+  for (size_t i = 0; i < hyps.size(); ++i) stats.add(hyps[i], refs[i]);
+  return stats.result();
+}
 
+ChrfStats::ChrfStats()
+    : hyp_total_(kChrfOrder, 0), ref_total_(kChrfOrder, 0), match_(kChrfOrder, 0) {}
+
+void ChrfStats::add(const std::string& hyp_line, const std::string& ref_line) {
   auto strip_spaces = [](const std::string& line) {
     Text t = decode_text(line);
     t.erase(std::remove_if(t.begin(), t.end(), is_space), t.end());
     return t;
   };
-  NgramCounts hyp_ngrams, ref_ngrams;  // reused across lines and orders
-  for (size_t i = 0; i < hyps.size(); ++i) {
-    const Text hyp = strip_spaces(hyps[i]);
-    const Text ref = strip_spaces(refs[i]);
-    for (int n = 1; n <= kChrfOrder; ++n) {
-      const auto hyp_count =
-          static_cast<int64_t>(hyp.size() >= static_cast<size_t>(n) ? hyp.size() - n + 1 : 0);
-      const auto ref_count =
-          static_cast<int64_t>(ref.size() >= static_cast<size_t>(n) ? ref.size() - n + 1 : 0);
-      // sacreBLEU counts hypothesis n-grams only where the reference has n-grams of that order,
-      // so a reference shorter than n characters leaves the precision of order n untouched.
-      if (ref_count == 0) continue;
-      ref_ngrams.clear();
-      for (int64_t k = 0; k < ref_count; ++k) ++ref_ngrams[std::u32string_view(ref).substr(k, n)];
-      hyp_ngrams.clear();
-      for (int64_t k = 0; k < hyp_count; ++k) ++hyp_ngrams[std::u32string_view(hyp).substr(k, n)];
-      int64_t matched = 0;
-      for (const auto& [ngram, count] : hyp_ngrams) {
-        const auto it = ref_ngrams.find(ngram);
-        if (it != ref_ngrams.end()) matched += std::min(count, it->second);
-      }
-      hyp_total[n - 1] += hyp_count;
-      ref_total[n - 1] += ref_count;
-      match[n - 1] += matched;
+  const Text hyp = strip_spaces(hyp_line);
+  const Text ref = strip_spaces(ref_line);
+  NgramCounts hyp_ngrams, ref_ngrams;
+  for (int n = 1; n <= kChrfOrder; ++n) {
+    const auto hyp_count =
+        static_cast<int64_t>(hyp.size() >= static_cast<size_t>(n) ? hyp.size() - n + 1 : 0);
+    const auto ref_count =
+        static_cast<int64_t>(ref.size() >= static_cast<size_t>(n) ? ref.size() - n + 1 : 0);
+    // sacreBLEU counts hypothesis n-grams only where the reference has n-grams of that order,
+    // so a reference shorter than n characters leaves the precision of order n untouched.
+    if (ref_count == 0) continue;
+    ref_ngrams.clear();
+    for (int64_t k = 0; k < ref_count; ++k) ++ref_ngrams[std::u32string_view(ref).substr(k, n)];
+    hyp_ngrams.clear();
+    for (int64_t k = 0; k < hyp_count; ++k) ++hyp_ngrams[std::u32string_view(hyp).substr(k, n)];
+    int64_t matched = 0;
+    for (const auto& [ngram, count] : hyp_ngrams) {
+      const auto it = ref_ngrams.find(ngram);
+      if (it != ref_ngrams.end()) matched += std::min(count, it->second);
     }
+    hyp_total_[n - 1] += hyp_count;
+    ref_total_[n - 1] += ref_count;
+    match_[n - 1] += matched;
   }
+}
 
+ChrfResult ChrfStats::result() const {
   // Effective order: average precision and recall over the orders where both sides have n-grams.
   double avg_prec = 0.0, avg_rec = 0.0;
   int effective_order = 0;
   for (int n = 0; n < kChrfOrder; ++n) {
-    if (hyp_total[n] > 0 && ref_total[n] > 0) {
-      avg_prec += static_cast<double>(match[n]) / static_cast<double>(hyp_total[n]);
-      avg_rec += static_cast<double>(match[n]) / static_cast<double>(ref_total[n]);
+    if (hyp_total_[n] > 0 && ref_total_[n] > 0) {
+      avg_prec += static_cast<double>(match_[n]) / static_cast<double>(hyp_total_[n]);
+      avg_rec += static_cast<double>(match_[n]) / static_cast<double>(ref_total_[n]);
       ++effective_order;
     }
   }
@@ -348,6 +349,13 @@ ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<s
   f /= factor * avg_prec + avg_rec;
   r.score = 100.0 * f;
   return r;
+}
+
+ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+  check_sizes("corpus_chrf", hyps, refs);
+  ChrfStats stats;
+  for (size_t i = 0; i < hyps.size(); ++i) stats.add(hyps[i], refs[i]);
+  return stats.result();
 }
 
 std::string bleu_signature(bool lowercase) {

@@ -57,6 +57,30 @@ struct ChrfResult {
 // Throws std::invalid_argument when hyps and refs differ in length.
 ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
 
+// The same scores a line pair at a time, for inputs that are streamed: the statistics are
+// summed over sentences, so adding every pair in order gives corpus_bleu's and corpus_chrf's
+// results exactly.
+class BleuStats {
+ public:
+  explicit BleuStats(bool lowercase = false);
+  void add(const std::string& hyp, const std::string& ref);
+  BleuResult result() const;
+
+ private:
+  bool lowercase_;
+  BleuResult r_;
+};
+
+class ChrfStats {
+ public:
+  ChrfStats();
+  void add(const std::string& hyp, const std::string& ref);
+  ChrfResult result() const;
+
+ private:
+  std::vector<int64_t> hyp_total_, ref_total_, match_;
+};
+
 // sacreBLEU 2.x signatures of the two configurations above.
 // nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:X (case:lc with lowercase)
 std::string bleu_signature(bool lowercase = false);
