@@ -97,6 +97,8 @@ TEST(Config, OverridesUseTheSameValidation) {
   EXPECT_EQ(error_of(kMinimal, {"data.train_src=corpus.en"}), "");
 }
 
+// Training files are only looked for (preparing the store counts their lines: test_store.cpp);
+// the validation files' line counts are compared at once.
 TEST(Config, MissingDataFileAndLineCountMismatch) {
   nmt_test::TempDir dir;
   nmt_test::write_text(dir / "a.en", "one\ntwo\nthree\n");
@@ -112,11 +114,14 @@ TEST(Config, MissingDataFileAndLineCountMismatch) {
     EXPECT_EQ(std::string(e.what()), "data.train_src: file not found: " + (dir / "missing.en"));
   }
   c.data.train_src = dir / "a.en";
+  EXPECT_NO_THROW(validate_data_files(c));
+  c.data.valid_src = dir / "a.en";
+  c.data.valid_tgt = dir / "a.de";
   try {
     validate_data_files(c);
     FAIL() << "line count mismatch accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "data.train_tgt: line counts differ: " + (dir / "a.en") +
+    EXPECT_EQ(std::string(e.what()), "data.valid_tgt: line counts differ: " + (dir / "a.en") +
                                          " has 3 lines, " + (dir / "a.de") + " has 2");
   }
 }

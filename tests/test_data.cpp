@@ -3,6 +3,7 @@
 #include <set>
 
 #include "data/batching.h"
+#include "data/corpus.h"
 #include "data/tensors.h"
 #include "text/spm.h"
 

@@ -64,33 +64,6 @@ TEST(SentencePiece, ShimIsLoadedPrivately) {
   EXPECT_EQ(r.output.find("sentencepiece"), std::string::npos) << r.output;
 }
 
-TEST(Corpus, FiltersAndCountsEmptyLongAndInvalidPairs) {
-  const auto& sp = tiny_model();
-  nmt_test::TempDir dir;
-  // 1 kept, 2 empty (one side blank), 3 invalid UTF-8 (on either side), 4 too long, 5 kept.
-  nmt_test::write_text(
-      dir / "s",
-      "one hundred two\n\nsix\xFF\none hundred two one hundred two one hundred two five\r\nnine\n");
-  nmt_test::write_text(dir / "t", "two hundred one\nthree\nseven\neight\r\nfour\n");
-  const int64_t max_len = static_cast<int64_t>(
-      std::max(sp.encode("one hundred two").size(), sp.encode("two hundred one").size()));
-  ASSERT_GT(
-      static_cast<int64_t>(sp.encode("one hundred two one hundred two one hundred two").size()),
-      max_len);
-  CorpusStats stats;
-  const auto c = load_corpus(dir / "s", dir / "t", sp, sp, max_len, &stats);
-  EXPECT_EQ(stats.total, 5);
-  EXPECT_EQ(stats.kept, 2);
-  EXPECT_EQ(stats.empty, 1);
-  EXPECT_EQ(stats.invalid_utf8, 1);
-  EXPECT_EQ(stats.too_long, 1);
-  ASSERT_EQ(c.size(), 2u);
-  EXPECT_EQ(sp.decode(c.src[0]), "one hundred two");
-  EXPECT_EQ(sp.decode(c.tgt[1]), "four");
-  nmt_test::write_text(dir / "t2", "a\nb\n");
-  EXPECT_THROW(load_corpus(dir / "s", dir / "t2", sp, sp, 6, nullptr), Error);
-}
-
 TEST(SentencePiece, BinariesHaveNoCopyRelocations) {
   // A copy relocation of libstdc++/libc data into an executable would leave the deep-bound
   // shim with stale copies (see nmt_no_copy_relocations in CMakeLists.txt).

@@ -6,6 +6,7 @@ class App;
 }
 
 namespace nmt {
+void add_prepare_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_translate_command(CLI::App& app);
 void add_eval_command(CLI::App& app);

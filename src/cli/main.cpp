@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   nmt::select_blas_kernels();  // before anything multiplies
   CLI::App app{"nmt: train, evaluate and run translation models (Transformer or RNN)"};
   app.require_subcommand(1);
+  nmt::add_prepare_command(app);
   nmt::add_train_command(app);
   nmt::add_translate_command(app);
   nmt::add_eval_command(app);

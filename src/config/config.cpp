@@ -89,15 +89,57 @@ Check<T> any() {
 }
 
 // The schema, written once: each visitor (parser, printer, documenter) walks the same fields.
+Check<std::string> not_empty() {
+  return [](const std::string& v) -> std::optional<std::string> {
+    if (v.empty()) return std::string("must not be empty");
+    return std::nullopt;
+  };
+}
+
+template <class V>
+void visit(CorpusConfig& c, V& v) {
+  v("src", c.src, "source file (plain text or gzip), one sentence a line", not_empty());
+  v("tgt", c.tgt, "target file, aligned line by line with src", not_empty());
+  v("weight", c.weight,
+    "an epoch takes weight x the corpus's pairs: whole copies, then a sample for the fraction "
+    "(0 = none)",
+    in_range(0.0, 1e6));
+}
+
 template <class V>
 void visit(DataConfig& c, V& v) {
-  v("train_src", c.train_src, "training source file, one sentence a line", any<std::string>());
+  v("train_src", c.train_src, "training source file (plain text or gzip), one sentence a line",
+    any<std::string>());
   v("train_tgt", c.train_tgt, "training target file, aligned line by line with train_src",
     any<std::string>());
+  v.list("train", c.train,
+         "several training corpora, each {src, tgt, weight}, instead of train_src/train_tgt");
+  v("train_store", c.train_store,
+    "a token store made by nmt prepare to train on instead of the text files (\"\" = none)",
+    any<std::string>());
+  v("cache_dir", c.cache_dir,
+    "where nmt train prepares the text into a token store, shared by runs with the same data "
+    "(\"\" = the run directory)",
+    any<std::string>());
+  v("in_memory", c.in_memory,
+    "copy the token store's ids into memory instead of mapping the file (memory grows with the "
+    "corpus)",
+    any<bool>());
   v("valid_src", c.valid_src, "validation source file (\"\" = no validation)", any<std::string>());
   v("valid_tgt", c.valid_tgt, "validation target file", any<std::string>());
   v("max_len", c.max_len, "drop training pairs with more pieces than this on either side",
-    at_least(1));
+    int_range(1, 65535));
+  v("max_len_ratio", c.max_len_ratio,
+    "drop training pairs whose longer side has more than this times the pieces of the shorter "
+    "(0 = off)",
+    Check<double>([](const double& v) -> std::optional<std::string> {
+      if (v == 0.0 || (v >= 1.0 && v <= 1e6)) return std::nullopt;
+      std::ostringstream os;
+      os << "must be 0 (off) or in [1, 1e6], got " << v;
+      return os.str();
+    }));
+  v("dedup", c.dedup, "drop training pairs identical to an earlier pair (by a 64-bit hash)",
+    any<bool>());
 }
 
 template <class V>
@@ -335,6 +377,26 @@ class Parser {
     field = std::move(value);
   }
 
+  // An array of objects, each read as a section.
+  template <class S>
+  void list(const std::string& name, std::vector<S>& target, const char*) {
+    known_.push_back(name);
+    auto it = object_.find(name);
+    if (it == object_.end()) return;
+    refuse_foreign(name);
+    if (!it->is_array()) throw wrong_type(join(name), "a list", *it);
+    std::vector<S> out;
+    for (size_t i = 0; i < it->size(); ++i) {
+      Parser sub((*it)[i], join(name) + "[" + std::to_string(i) + "]");
+      sub.expect_object();
+      S element;
+      visit(element, sub);
+      sub.reject_unknown();
+      out.push_back(std::move(element));
+    }
+    target = std::move(out);
+  }
+
   // Keys of one model family: read when `arch` is the configured one (`active`), else known but
   // refused when present, so a key of the other family is never silently ignored.
   template <class F>
@@ -433,6 +495,17 @@ class Printer {
     visit(s, p);
     out_[name] = std::move(sub);
   }
+  template <class S>
+  void list(const std::string& name, std::vector<S>& elements, const char*) {
+    json out = json::array();
+    for (auto& e : elements) {
+      json sub = json::object();
+      Printer p(sub);
+      visit(e, p);
+      out.push_back(std::move(sub));
+    }
+    out_[name] = std::move(out);
+  }
   // Only the configured family's keys are written: the output parses back.
   template <class F>
   void for_arch(const std::string& arch, const std::string& active, F&& fields) {
@@ -456,6 +529,15 @@ class Documenter {
     const std::string outer = prefix_;
     prefix_ += name + ".";
     visit(s, *this);
+    prefix_ = outer;
+  }
+  template <class S>
+  void list(const std::string& name, std::vector<S>&, const char* doc) {
+    os_ << "| `" << prefix_ << name << "` | list | `[]` | " << doc << " |\n";
+    const std::string outer = prefix_;
+    prefix_ += name + "[].";
+    S element;
+    visit(element, *this);
     prefix_ = outer;
   }
   template <class F>
@@ -560,6 +642,14 @@ void validate_cross_fields(const Config& c) {
   if (c.decode.nbest > c.decode.beam_size)
     throw Error("decode.nbest: " + std::to_string(c.decode.nbest) + " exceeds decode.beam_size " +
                 std::to_string(c.decode.beam_size));
+  if (!c.data.train.empty() &&
+      std::none_of(c.data.train.begin(), c.data.train.end(),
+                   [](const CorpusConfig& k) { return k.weight > 0; }))
+    throw Error("data.train: every weight is 0; at least one corpus must have a weight > 0");
+  if (c.data.train.empty() && c.data.train_store.empty() &&
+      (c.data.train_src.empty() || c.data.train_tgt.empty()))
+    throw Error("data.train_src: give data.train_src and data.train_tgt, data.train or "
+                "data.train_store");
   if (c.data.valid_src.empty() != c.data.valid_tgt.empty())
     throw Error("data.valid_tgt: give both valid_src and valid_tgt, or neither");
 }
@@ -604,6 +694,18 @@ Config parse_config(const std::string& json_text, const std::vector<std::string>
   Parser parser(root, "");
   visit(config, parser);
   parser.reject_unknown();
+  if (!config.data.train.empty()) {
+    // data.train replaces the single pair; the defaults step aside, explicit values conflict.
+    const auto data = root.find("data");
+    for (const char* key : {"train_src", "train_tgt"}) {
+      const auto it = data->find(key);
+      if (it != data->end() && !it->get<std::string>().empty())
+        throw Error(std::string("data.") + key +
+                    ": give data.train or data.train_src/train_tgt, not both");
+    }
+    config.data.train_src.clear();
+    config.data.train_tgt.clear();
+  }
   validate_cross_fields(config);
   return config;
 }
@@ -614,24 +716,34 @@ Config load_config_file(const std::string& path, const std::vector<std::string>&
 }
 
 void validate_data_files(const Config& c) {
-  const std::pair<const char*, const std::string*> files[] = {
-      {"data.train_src", &c.data.train_src},
-      {"data.train_tgt", &c.data.train_tgt},
-      {"data.valid_src", &c.data.valid_src},
-      {"data.valid_tgt", &c.data.valid_tgt}};
-  for (const auto& [key, path] : files) {
-    if (path->empty()) continue;
-    if (!file_exists(*path)) throw Error(std::string(key) + ": file not found: " + *path);
+  // Training files are only looked for here: preparing the store reads them once and refuses
+  // aligned files whose line counts differ (counting them at every start would read the whole
+  // corpus twice).
+  if (c.data.train_store.empty()) {
+    const auto corpora = training_corpora(c.data);
+    for (size_t i = 0; i < corpora.size(); ++i) {
+      const std::string key =
+          c.data.train.empty() ? "data.train_" : "data.train[" + std::to_string(i) + "].";
+      for (const auto& [side, path] : {std::pair<const char*, const std::string*>{"src", &corpora[i].src},
+                                       {"tgt", &corpora[i].tgt}})
+        if (!file_exists(*path)) throw Error(key + side + ": file not found: " + *path);
+    }
+  } else if (!file_exists(c.data.train_store + "/header.json")) {
+    throw Error("data.train_store: not a token store (no header.json): " + c.data.train_store);
   }
-  auto check_pair = [](const char* key, const std::string& src, const std::string& tgt) {
-    if (src.empty()) return;
-    const int64_t ns = count_lines(src), nt = count_lines(tgt);
+  for (const auto& [key, path] :
+       {std::pair<const char*, const std::string*>{"data.valid_src", &c.data.valid_src},
+        {"data.valid_tgt", &c.data.valid_tgt}}) {
+    if (!path->empty() && !file_exists(*path))
+      throw Error(std::string(key) + ": file not found: " + *path);
+  }
+  if (!c.data.valid_src.empty()) {
+    const int64_t ns = count_lines(c.data.valid_src), nt = count_lines(c.data.valid_tgt);
     if (ns != nt)
-      throw Error(std::string(key) + ": line counts differ: " + src + " has " + std::to_string(ns) +
-                  " lines, " + tgt + " has " + std::to_string(nt));
-  };
-  check_pair("data.train_tgt", c.data.train_src, c.data.train_tgt);
-  check_pair("data.valid_tgt", c.data.valid_src, c.data.valid_tgt);
+      throw Error("data.valid_tgt: line counts differ: " + c.data.valid_src + " has " +
+                  std::to_string(ns) + " lines, " + c.data.valid_tgt + " has " +
+                  std::to_string(nt));
+  }
   for (const auto& [key, path] :
        {std::pair<const char*, const std::string*>{"vocab.model", &c.vocab.model},
         {"vocab.src_model", &c.vocab.src_model},
@@ -696,6 +808,11 @@ bool is_device_name(const std::string& name) {
   if (name == "auto" || name == "cpu" || name == "cuda") return true;
   if (name.rfind("cuda:", 0) != 0 || name.size() == 5 || name.size() > 8) return false;
   return std::all_of(name.begin() + 5, name.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+std::vector<CorpusConfig> training_corpora(const DataConfig& data) {
+  if (!data.train.empty()) return data.train;
+  return {CorpusConfig{data.train_src, data.train_tgt, 1.0}};
 }
 
 int effective_threads(const Config& config) {

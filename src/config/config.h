@@ -18,13 +18,29 @@ struct Duration {
 // is seconds). Throws Error on anything else, negative numbers included.
 double parse_duration(const std::string& text);
 
+// One training corpus of data.train: a pair of aligned files and its share of an epoch.
+struct CorpusConfig {
+  std::string src;      // source file (plain or gzip), one sentence a line
+  std::string tgt;      // target file, aligned line by line with src
+  double weight = 1.0;  // pairs an epoch takes: weight x the corpus's size (0 = none)
+};
+
 struct DataConfig {
   std::string train_src = "data/quickstart/train.en";  // training source, one sentence a line
   std::string train_tgt = "data/quickstart/train.de";  // training target, aligned with train_src
+  std::vector<CorpusConfig> train;  // several weighted corpora instead of train_src/train_tgt
+  std::string train_store;  // a store made by nmt prepare, instead of the text files ("" = none)
+  std::string cache_dir;    // where text is prepared into a store ("" = the run directory)
+  bool in_memory = false;   // copy the store's ids into memory instead of mapping them
   std::string valid_src = "data/quickstart/valid.en";  // validation source ("" = no validation)
   std::string valid_tgt = "data/quickstart/valid.de";  // validation target
   int64_t max_len = 128;  // drop training pairs with more pieces than this on either side
+  double max_len_ratio = 0;  // drop pairs whose longer side has more than this x the shorter's
+  bool dedup = false;        // drop pairs identical to an earlier pair
 };
+
+// The corpora training reads: data.train, else data.train_src/train_tgt with weight 1.
+std::vector<CorpusConfig> training_corpora(const DataConfig& data);
 
 struct VocabConfig {
   bool joint = true;                      // one SentencePiece model for both languages

@@ -1,6 +1,8 @@
 #include "data/batching.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -24,66 +26,153 @@ uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
   return mix.next();
 }
 
+namespace {
+
+// Sort key of the item at position j within one width: its lengths, then its tie-break, the
+// j-th value of the SplitMix64 stream from the seed. The streams' values are distinct, so the
+// order is total and the same whichever algorithm sorts.
+struct ItemKey {
+  uint32_t lengths;  // source << 16 | target
+  uint32_t item;
+  uint64_t tie;
+  bool operator<(const ItemKey& o) const {
+    return lengths != o.lengths ? lengths < o.lengths : tie < o.tie;
+  }
+};
+
+}  // namespace
+
+BatchPlan::BatchPlan(const uint16_t* lengths, const uint32_t* items, int64_t n_items,
+                     int64_t batch_tokens, uint64_t seed) {
+  if (n_items < 0 || static_cast<uint64_t>(n_items) >= std::numeric_limits<uint32_t>::max())
+    throw Error("a batch plan takes fewer than 2^32 pairs, got " + std::to_string(n_items));
+  const auto n = static_cast<uint32_t>(n_items);
+  auto pair_of = [&](uint32_t j) { return items != nullptr ? items[j] : j; };
+  auto width_of = [&](uint32_t p) {
+    return static_cast<uint32_t>(pair_width(lengths[2 * size_t{p}], lengths[2 * size_t{p} + 1]));
+  };
+  // Counting sort by width (at most 65536), then each width's items by their keys.
+  std::vector<uint32_t> first(65538, 0);
+  for (uint32_t j = 0; j < n; ++j) ++first[width_of(pair_of(j)) + 1];
+  std::partial_sum(first.begin(), first.end(), first.begin());
+  rows_.resize(n);
+  {
+    std::vector<uint32_t> next(first.begin(), first.end() - 1);
+    for (uint32_t j = 0; j < n; ++j) rows_[next[width_of(pair_of(j))]++] = j;
+  }
+  std::vector<ItemKey> keys;
+  for (size_t w = 0; w + 1 < first.size(); ++w) {
+    const uint32_t begin = first[w], end = first[w + 1];
+    if (end - begin < 1) continue;
+    keys.resize(end - begin);
+    for (uint32_t k = begin; k < end; ++k) {
+      const uint32_t j = rows_[k];
+      const uint32_t p = pair_of(j);
+      keys[k - begin] = {static_cast<uint32_t>(lengths[2 * size_t{p}]) << 16 |
+                             lengths[2 * size_t{p} + 1],
+                         j, splitmix64_mix(seed + (uint64_t{j} + 1) * kGoldenGamma)};
+    }
+    std::sort(keys.begin(), keys.end());
+    for (uint32_t k = begin; k < end; ++k) rows_[k] = pair_of(keys[k - begin].item);
+  }
+  // Greedy packing in sorted order.
+  int64_t width = 0, count = 0;
+  for (uint32_t k = 0; k < n; ++k) {
+    const int64_t w = width_of(rows_[k]);
+    if (count > 0 && std::max(width, w) * (count + 1) > batch_tokens) {
+      starts_.push_back(k - static_cast<uint32_t>(count));
+      width = 0;
+      count = 0;
+    }
+    ++count;
+    width = std::max(width, w);
+  }
+  if (count > 0) starts_.push_back(n - static_cast<uint32_t>(count));
+  starts_.push_back(n);
+  // The shuffle continues the tie-breaks' stream.
+  order_.resize(starts_.size() - 1);
+  std::iota(order_.begin(), order_.end(), 0);
+  SplitMix64 rng(seed + uint64_t{n} * kGoldenGamma);
+  for (size_t k = order_.size(); k > 1; --k) std::swap(order_[k - 1], order_[rng.below(k)]);
+}
+
+std::vector<int64_t> BatchPlan::batch(int64_t k) const {
+  const uint32_t b = order_[static_cast<size_t>(k)];
+  return std::vector<int64_t>(rows_.begin() + starts_[b], rows_.begin() + starts_[b + 1]);
+}
+
 std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& src_lens,
                                                const std::vector<int64_t>& tgt_lens,
                                                int64_t batch_tokens, uint64_t seed) {
-  const size_t n = src_lens.size();
-  SplitMix64 rng(seed);
-  std::vector<uint64_t> tie(n);
-  for (auto& t : tie) t = rng.next();
-  std::vector<int64_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  // Sorted by the width the budget counts, then by source and target length: rows of one batch
-  // share their width, so padding stays low on both sides and batches fill their budget.
-  // (Sorting by source length alone left 15 % target padding and 10 % fewer tokens a batch on
-  // Multi30k: docs/performance.md.)
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    const int64_t wa = pair_width(src_lens[a], tgt_lens[a]),
-                  wb = pair_width(src_lens[b], tgt_lens[b]);
-    if (wa != wb) return wa < wb;
-    if (src_lens[a] != src_lens[b]) return src_lens[a] < src_lens[b];
-    if (tgt_lens[a] != tgt_lens[b]) return tgt_lens[a] < tgt_lens[b];
-    return tie[a] < tie[b];
-  });
-
-  std::vector<std::vector<int64_t>> batches;
-  std::vector<int64_t> current;
-  int64_t width = 0;
-  for (const int64_t i : order) {
-    const int64_t w = std::max(width, pair_width(src_lens[i], tgt_lens[i]));
-    if (!current.empty() && w * static_cast<int64_t>(current.size() + 1) > batch_tokens) {
-      batches.push_back(std::move(current));
-      current.clear();
-      width = 0;
-    }
-    current.push_back(i);
-    width = std::max(width, pair_width(src_lens[i], tgt_lens[i]));
+  std::vector<uint16_t> lengths(2 * src_lens.size());
+  for (size_t i = 0; i < src_lens.size(); ++i) {
+    if (src_lens[i] > 65535 || tgt_lens[i] > 65535)
+      throw Error("make_batches: a sequence of more than 65535 pieces");
+    lengths[2 * i] = static_cast<uint16_t>(src_lens[i]);
+    lengths[2 * i + 1] = static_cast<uint16_t>(tgt_lens[i]);
   }
-  if (!current.empty()) batches.push_back(std::move(current));
-
-  for (size_t k = batches.size(); k > 1; --k) std::swap(batches[k - 1], batches[rng.below(k)]);
-  return batches;
+  const BatchPlan plan(lengths.data(), nullptr, static_cast<int64_t>(src_lens.size()),
+                       batch_tokens, seed);
+  std::vector<std::vector<int64_t>> out;
+  out.reserve(static_cast<size_t>(plan.batches()));
+  for (int64_t k = 0; k < plan.batches(); ++k) out.push_back(plan.batch(k));
+  return out;
 }
 
-BatchStream::BatchStream(std::vector<int64_t> src_lens, std::vector<int64_t> tgt_lens,
-                         int64_t batch_tokens, uint64_t seed)
-    : src_lens_(std::move(src_lens)),
-      tgt_lens_(std::move(tgt_lens)),
+std::vector<uint32_t> epoch_items(const std::vector<CorpusRange>& corpora, uint64_t seed,
+                                  int64_t epoch) {
+  if (std::all_of(corpora.begin(), corpora.end(), [](const auto& c) { return c.weight == 1.0; }))
+    return {};
+  SplitMix64 rng(epoch_seed(seed, epoch) ^ 0x5EED5A3B1E5ULL);
+  std::vector<uint32_t> items;
+  for (const auto& c : corpora) {
+    const int64_t n = c.end - c.begin;
+    const double copies = std::floor(c.weight);
+    const auto extra = static_cast<int64_t>(std::llround((c.weight - copies) * double(n)));
+    const double total = double(items.size()) + copies * double(n) + double(extra);
+    if (total >= double(std::numeric_limits<uint32_t>::max()))
+      throw Error("data.train: the weights ask for " + std::to_string(int64_t(total)) +
+                  " pairs an epoch; at most 2^32 - 1");
+    for (int64_t copy = 0; copy < static_cast<int64_t>(copies); ++copy)
+      for (int64_t p = c.begin; p < c.end; ++p) items.push_back(static_cast<uint32_t>(p));
+    // Selection sampling (Knuth's algorithm S): each subset of `extra` pairs equally likely,
+    // in corpus order, in one pass and no memory.
+    int64_t needed = extra;
+    for (int64_t i = 0; i < n && needed > 0; ++i)
+      if (rng.below(static_cast<uint64_t>(n - i)) < static_cast<uint64_t>(needed)) {
+        items.push_back(static_cast<uint32_t>(c.begin + i));
+        --needed;
+      }
+  }
+  return items;
+}
+
+BatchStream::BatchStream(const uint16_t* lengths, int64_t pairs, std::vector<CorpusRange> corpora,
+                         int64_t batch_tokens, uint64_t seed, std::function<void()> after_plan)
+    : lengths_(lengths),
+      pairs_(pairs),
+      corpora_(std::move(corpora)),
       batch_tokens_(batch_tokens),
-      seed_(seed) {}
+      seed_(seed),
+      after_plan_(std::move(after_plan)) {}
 
 void BatchStream::seek(int64_t epoch, int64_t batch_in_epoch) {
   epoch_ = epoch;
-  plan_ = make_batches(src_lens_, tgt_lens_, batch_tokens_, epoch_seed(seed_, epoch_));
-  if (batch_in_epoch < 0 || batch_in_epoch > static_cast<int64_t>(plan_.size()))
+  const auto items = epoch_items(corpora_, seed_, epoch_);
+  plan_ = BatchPlan(lengths_, items.empty() ? nullptr : items.data(),
+                    items.empty() ? pairs_ : static_cast<int64_t>(items.size()), batch_tokens_,
+                    epoch_seed(seed_, epoch_));
+  if (after_plan_) after_plan_();
+  if (batch_in_epoch < 0 || batch_in_epoch > plan_.batches())
     throw Error("checkpoint data position " + std::to_string(batch_in_epoch) +
-                " is outside epoch " + std::to_string(epoch) + " (" + std::to_string(plan_.size()) +
+                " is outside epoch " + std::to_string(epoch) + " (" +
+                std::to_string(plan_.batches()) +
                 " batches): was the training data changed?");
   next_ = batch_in_epoch;
 }
 
 void BatchStream::roll_over() {
-  if (next_ >= static_cast<int64_t>(plan_.size())) seek(epoch_ + 1, 0);
+  if (next_ >= plan_.batches()) seek(epoch_ + 1, 0);
 }
 
 }  // namespace nmt

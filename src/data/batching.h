@@ -1,8 +1,11 @@
-// Token-budget batches with length bucketing; deterministic given (seed, epoch).
+// Token-budget batches with length bucketing; deterministic given (seed, epoch). Plans are built
+// from the pairs' lengths alone and hold 4 bytes a pair, so a corpus of 50M pairs plans in
+// 200 MB; the batches read their ids from wherever the pairs live.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace nmt {
@@ -25,10 +28,28 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-// Groups pair indices into batches whose rows x max width stays within batch_tokens. Pairs are
-// sorted by (pair width, source length, target length) with random tie-breaks, packed greedily,
-// then the batches are shuffled. Every pair appears exactly once. A pair wider than the budget gets
-// a batch of its own (config validation prevents this in training).
+// One epoch's batches. Items (pairs) are sorted by (pair width, source length, target length)
+// with random tie-breaks, packed greedily so that rows x max width stays within batch_tokens,
+// then the batches are shuffled. Every item appears exactly once. An item wider than the budget
+// gets a batch of its own (config validation prevents this in training).
+class BatchPlan {
+ public:
+  BatchPlan() = default;
+  // lengths: source and target length of pair p at [2p] and [2p + 1]. items: the epoch's pairs
+  // as pair indices (repeats allowed), or nullptr for pairs 0 .. n_items - 1.
+  BatchPlan(const uint16_t* lengths, const uint32_t* items, int64_t n_items, int64_t batch_tokens,
+            uint64_t seed);
+  int64_t batches() const { return static_cast<int64_t>(order_.size()); }
+  // The pair indices of the k-th batch in the epoch's order.
+  std::vector<int64_t> batch(int64_t k) const;
+
+ private:
+  std::vector<uint32_t> rows_;    // pair indices, batch after batch, in sorted order
+  std::vector<uint32_t> starts_;  // batch b is rows_[starts_[b] .. starts_[b + 1])
+  std::vector<uint32_t> order_;   // the shuffled order of the batches
+};
+
+// The whole plan as lists of pair indices, for small corpora (validation, tests).
 std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& src_lens,
                                                const std::vector<int64_t>& tgt_lens,
                                                int64_t batch_tokens, uint64_t seed);
@@ -36,12 +57,25 @@ std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& src_l
 // The seed of one epoch's batch order.
 uint64_t epoch_seed(uint64_t seed, int64_t epoch);
 
-// Walks the epochs' batch plans (make_batches with epoch_seed); its position is part of a
-// training checkpoint.
+// A training corpus within the pairs: pairs [begin, end), and how much of it an epoch takes.
+struct CorpusRange {
+  int64_t begin = 0, end = 0;
+  double weight = 1.0;
+};
+
+// The pairs of one epoch: each corpus weight x size times, floor(weight) full copies plus a
+// sample without replacement of round(frac(weight) x size) pairs drawn from the epoch's seed,
+// corpus after corpus. Empty when every weight is 1 (all pairs once, in order).
+std::vector<uint32_t> epoch_items(const std::vector<CorpusRange>& corpora, uint64_t seed,
+                                  int64_t epoch);
+
+// Walks the epochs' batch plans; its position is part of a training checkpoint.
 class BatchStream {
  public:
-  BatchStream(std::vector<int64_t> src_lens, std::vector<int64_t> tgt_lens, int64_t batch_tokens,
-              uint64_t seed);
+  // lengths as BatchPlan takes them, for `pairs` pairs; they must outlive the stream.
+  // after_plan runs after each epoch's plan is made (a store lets go of the length pages).
+  BatchStream(const uint16_t* lengths, int64_t pairs, std::vector<CorpusRange> corpora,
+              int64_t batch_tokens, uint64_t seed, std::function<void()> after_plan = {});
 
   // Goes to batch `batch_in_epoch` of `epoch`; throws Error when the epoch has fewer batches
   // (the data changed under a checkpoint).
@@ -49,18 +83,21 @@ class BatchStream {
   // Moves to the next epoch when the current one is used up.
   void roll_over();
   // The next batch's pair indices.
-  const std::vector<int64_t>& take() { return plan_[next_++]; }
+  std::vector<int64_t> take() { return plan_.batch(next_++); }
   int64_t epoch() const { return epoch_; }
   int64_t position() const { return next_; }
-  int64_t batches_per_epoch() const { return static_cast<int64_t>(plan_.size()); }
+  int64_t batches_per_epoch() const { return plan_.batches(); }
 
  private:
-  std::vector<int64_t> src_lens_, tgt_lens_;
+  const uint16_t* lengths_;
+  int64_t pairs_;
+  std::vector<CorpusRange> corpora_;
   int64_t batch_tokens_;
   uint64_t seed_;
+  std::function<void()> after_plan_;
   int64_t epoch_ = 0;
   int64_t next_ = 0;
-  std::vector<std::vector<int64_t>> plan_;
+  BatchPlan plan_;
 };
 
 }  // namespace nmt

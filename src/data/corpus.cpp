@@ -13,17 +13,6 @@ std::vector<int64_t> sequence_lengths(const std::vector<std::vector<int>>& seqs)
   return out;
 }
 
-Corpus load_corpus(const std::string& src_path, const std::string& tgt_path,
-                   const SentencePiece& src_vocab, const SentencePiece& tgt_vocab, int64_t max_len,
-                   CorpusStats* stats) {
-  const auto src_lines = read_lines(src_path);
-  const auto tgt_lines = read_lines(tgt_path);
-  if (src_lines.size() != tgt_lines.size())
-    throw Error("line counts differ: " + src_path + " has " + std::to_string(src_lines.size()) +
-                " lines, " + tgt_path + " has " + std::to_string(tgt_lines.size()));
-  return encode_corpus(src_lines, tgt_lines, src_vocab, tgt_vocab, max_len, false, stats);
-}
-
 Corpus encode_corpus(const std::vector<std::string>& src_lines,
                      const std::vector<std::string>& tgt_lines, const SentencePiece& src_vocab,
                      const SentencePiece& tgt_vocab, int64_t max_len, bool truncate,
@@ -61,22 +50,6 @@ Corpus encode_corpus(const std::vector<std::string>& src_lines,
   s.kept = static_cast<int64_t>(corpus.size());
   if (stats != nullptr) *stats = s;
   return corpus;
-}
-
-std::string clean_text(const std::vector<std::string>& inputs, int64_t* lines) {
-  std::string text;
-  int64_t n = 0;
-  for (const auto& path : inputs) {
-    for (const auto& line : read_lines(path)) {
-      if (!is_valid_utf8(line) || line.find('\0') != std::string::npos || trim(line).empty())
-        continue;
-      text += line;
-      text += '\n';
-      ++n;
-    }
-  }
-  *lines = n;
-  return text;
 }
 
 }  // namespace nmt

@@ -28,28 +28,24 @@ torch::Tensor mask_to_bias(const torch::Tensor& blocked, torch::ScalarType dtype
       .masked_fill_(blocked, -std::numeric_limits<float>::infinity());
 }
 
-TensorBatch make_tensor_batch(const Corpus& corpus, const std::vector<int64_t>& rows) {
-  std::vector<std::vector<int64_t>> src, tgt_in, tgt_out;
-  src.reserve(rows.size());
-  tgt_in.reserve(rows.size());
-  tgt_out.reserve(rows.size());
+TensorBatch make_tensor_batch(const Pairs& pairs, const std::vector<int64_t>& rows) {
+  std::vector<std::vector<int64_t>> src(rows.size()), tgt_in(rows.size()), tgt_out(rows.size());
   TensorBatch b;
   size_t width = 0;
-  for (const int64_t r : rows) {
-    const auto& x = corpus.src[r];
-    const auto& y = corpus.tgt[r];
-    std::vector<int64_t> s(x.begin(), x.end());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const int64_t r = rows[k];
+    auto& s = src[k];
+    pairs.append_src(r, s);
     s.push_back(kEosId);
-    std::vector<int64_t> ti{kBosId};
-    ti.insert(ti.end(), y.begin(), y.end());
-    std::vector<int64_t> to(y.begin(), y.end());
+    auto& ti = tgt_in[k];
+    ti.push_back(kBosId);
+    pairs.append_tgt(r, ti);
+    auto& to = tgt_out[k];
+    to.assign(ti.begin() + 1, ti.end());
     to.push_back(kEosId);
     b.src_tokens += static_cast<int64_t>(s.size());
     b.tgt_tokens += static_cast<int64_t>(to.size());
     width = std::max(width, to.size());
-    src.push_back(std::move(s));
-    tgt_in.push_back(std::move(ti));
-    tgt_out.push_back(std::move(to));
   }
   b.src = pad_sequences(src, kPadId);
   b.tgt_in = pad_sequences(tgt_in, kPadId);

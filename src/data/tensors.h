@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "data/corpus.h"
+#include "data/pairs.h"
 
 namespace nmt {
 
@@ -33,7 +33,7 @@ struct TensorBatch {
 
 // Built on the CPU; tgt_positions is known there, so selecting the real target positions on a
 // device needs no device-to-host count.
-TensorBatch make_tensor_batch(const Corpus& corpus, const std::vector<int64_t>& rows);
+TensorBatch make_tensor_batch(const Pairs& pairs, const std::vector<int64_t>& rows);
 
 // The batch's tensors on `device` (the same batch when it is the CPU). CUDA copies go through
 // pinned memory and do not block the host.

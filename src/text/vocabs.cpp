@@ -23,4 +23,15 @@ void write_vocabs(const std::string& dir, const Vocabs& vocabs) {
   }
 }
 
+std::optional<Vocabs> named_vocabs(const VocabConfig& v) {
+  if (v.joint && !v.model.empty()) {
+    auto sp = SentencePiece::from_file(v.model);
+    return Vocabs{sp, sp, true};
+  }
+  if (!v.joint && !v.src_model.empty() && !v.tgt_model.empty())
+    return Vocabs{SentencePiece::from_file(v.src_model), SentencePiece::from_file(v.tgt_model),
+                  false};
+  return std::nullopt;
+}
+
 }  // namespace nmt

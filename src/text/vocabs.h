@@ -1,8 +1,10 @@
 // The vocabularies of a model: one joint SentencePiece model, or one per side.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "config/config.h"
 #include "text/spm.h"
 
 namespace nmt {
@@ -17,5 +19,9 @@ struct Vocabs {
 Vocabs read_vocabs(const std::string& dir, bool joint);
 // Writes them under those names, atomically.
 void write_vocabs(const std::string& dir, const Vocabs& vocabs);
+
+// The vocabularies the config's files give (vocab.model, or both vocab.src_model and
+// vocab.tgt_model), or none when one is to be trained.
+std::optional<Vocabs> named_vocabs(const VocabConfig& v);
 
 }  // namespace nmt

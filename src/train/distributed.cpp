@@ -565,6 +565,19 @@ std::string ProcessGroup::from_rank0(const std::string& key, const std::string& 
   }
 }
 
+void ProcessGroup::wait_for_rank0(const std::string& key) {
+  const std::string k = "nmt/rank0_done/" + key;
+  try {
+    if (rank_ == 0) {
+      impl_->store->set(k, std::vector<uint8_t>{1});
+      return;
+    }
+    while (!impl_->store->check({k})) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  } catch (const std::exception& e) {
+    fail("waiting for rank 0 (" + key + ")", e);
+  }
+}
+
 std::string ProcessGroup::lost_ranks() {
   std::vector<int> lost;
   try {

@@ -83,6 +83,12 @@ class ProcessGroup {
   // posts it under `key`, the others wait for it. One call per key.
   std::string from_rank0(const std::string& key, const std::string& value);
 
+  // Rank 0 returns at once; the others wait, with no time limit, until rank 0 has called it
+  // with the same key: for work only rank 0 does and whose length nobody can bound (preparing a
+  // corpus). A rank 0 that dies ends the wait with an Error: its store goes with it, or the
+  // launcher stops the group.
+  void wait_for_rank0(const std::string& key);
+
   // The step this rank is at, for error messages.
   void set_step(int64_t step) { step_ = step; }
 

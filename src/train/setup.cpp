@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ckpt/checkpoint.h"
+#include "data/prepare.h"
 #include "util/io.h"
 #include "util/util.h"
 
@@ -10,41 +11,15 @@ namespace nmt {
 
 namespace {
 
-// Trains a vocabulary on the valid lines of the given files; `name` is where it will be stored.
-SentencePiece train_vocab(const Config& c, const std::vector<std::string>& files,
-                          const std::string& name) {
-  int64_t lines = 0;
-  const std::string text = clean_text(files, &lines);
-  spdlog::info("training SentencePiece {} vocabulary of {} on {} lines -> {}", c.vocab.model_type,
-               c.vocab.size, lines, name);
-  SpmTrainOptions o;
-  o.vocab_size = c.vocab.size;
-  o.model_type = c.vocab.model_type;
-  o.character_coverage = c.vocab.character_coverage;
-  o.input_sentence_size = c.vocab.input_sentence_size;
-  o.threads = effective_threads(c);
-  return SentencePiece::train(text, o);
-}
-
-Vocabs prepare_vocabs(const Config& c, const std::string& run_dir) {
-  if (c.vocab.joint) {
-    auto sp = c.vocab.model.empty()
-                  ? train_vocab(c, {c.data.train_src, c.data.train_tgt}, run_dir + "/spm.model")
-                  : SentencePiece::from_file(c.vocab.model);
-    return Vocabs{sp, sp, true};
-  }
-  auto src = c.vocab.src_model.empty()
-                 ? train_vocab(c, {c.data.train_src}, run_dir + "/spm.src.model")
-                 : SentencePiece::from_file(c.vocab.src_model);
-  auto tgt = c.vocab.tgt_model.empty()
-                 ? train_vocab(c, {c.data.train_tgt}, run_dir + "/spm.tgt.model")
-                 : SentencePiece::from_file(c.vocab.tgt_model);
-  return Vocabs{src, tgt, false};
-}
-
 // Refuses to resume when the model or vocabulary changed under the run directory, and when a
 // change would make the continuation differ from an uninterrupted run unless the user asked for
 // a reset of the part it touches.
+std::string corpora_json(const std::vector<CorpusConfig>& corpora) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& k : corpora) out.push_back({k.src, k.tgt, k.weight});
+  return out.dump();
+}
+
 void check_resume_compatible(const Config& now, const Config& saved, const TrainOptions& o) {
   if (!same_model_config(now.model, saved.model))
     throw Error("--resume: the model section differs from the checkpoint's; use a new --run-dir");
@@ -60,7 +35,11 @@ void check_resume_compatible(const Config& now, const Config& saved, const Train
   const std::vector<Field> fields = {
       {"data.train_src", str(saved.data.train_src), str(now.data.train_src), true},
       {"data.train_tgt", str(saved.data.train_tgt), str(now.data.train_tgt), true},
+      {"data.train", corpora_json(saved.data.train), corpora_json(now.data.train), true},
+      {"data.train_store", str(saved.data.train_store), str(now.data.train_store), true},
       {"data.max_len", str(saved.data.max_len), str(now.data.max_len), true},
+      {"data.max_len_ratio", str(saved.data.max_len_ratio), str(now.data.max_len_ratio), true},
+      {"data.dedup", str(saved.data.dedup), str(now.data.dedup), true},
       {"train.batch_tokens", str(a.batch_tokens), str(b.batch_tokens), true},
       {"train.accum_steps", str(a.accum_steps), str(b.accum_steps), true},
       {"train.seed", str(a.seed), str(b.seed), true},
@@ -85,8 +64,51 @@ void check_resume_compatible(const Config& now, const Config& saved, const Train
 
 void log_corpus(const char* name, const CorpusStats& s) {
   spdlog::info(
-      "{} data: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8", name,
-      s.total, s.kept, s.empty, s.too_long, s.invalid_utf8);
+      "{} data: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8, {} "
+      "over max_len_ratio, {} duplicates",
+      name, s.total, s.kept, s.empty, s.too_long, s.invalid_utf8, s.ratio, s.duplicate);
+}
+
+// The vocabularies fixed before the data is looked at: the checkpoint's, or the config's files.
+std::optional<Vocabs> fixed_vocabs(const Config& c, const RunSetup& run) {
+  if (run.resume_from) return read_vocabs(*run.resume_from, c.vocab.joint);
+  return named_vocabs(c.vocab);
+}
+
+// The store of the config's text corpora in `dir`: reused when it stands for them, else
+// prepared again. Returns it open.
+std::unique_ptr<TokenStore> ready_store(const Config& c, const TrainOptions& options,
+                                        const std::optional<Vocabs>& fixed, bool resuming,
+                                        const std::string& dir) {
+  const Vocabs* vocabs = fixed ? &*fixed : nullptr;
+  std::string why = "none was prepared yet";
+  if (file_exists(dir + "/header.json")) {
+    try {
+      auto store = TokenStore::open(dir, c.data.in_memory);
+      why = store_mismatch(*store, c, vocabs);
+      if (why.empty()) {
+        spdlog::info("token store {}: reused ({} pairs)", dir, store->size());
+        return store;
+      }
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    // An input that changed under a checkpoint: its data position means nothing any more.
+    if (resuming && !options.reset_data && why.find(" changed") != std::string::npos)
+      throw Error("--resume: " + why + " since the token store " + dir +
+                  " was made, so training cannot continue exactly as it would have; pass "
+                  "--reset-data to prepare it again and start a fresh pass over the data");
+  }
+  spdlog::info("token store {}: preparing ({})", dir, why);
+  prepare_store(c, vocabs, dir, effective_threads(c));
+  return TokenStore::open(dir, c.data.in_memory);
+}
+
+// Weights for the store's corpora: data.train's, else 1 each.
+std::vector<CorpusRange> weighted_corpora(const Config& c, const TokenStore& store) {
+  std::vector<double> weights;
+  for (const auto& k : c.data.train) weights.push_back(k.weight);
+  return store.corpora(weights);
 }
 
 }  // namespace
@@ -97,6 +119,12 @@ void prepare_main(const Config& config, const TrainOptions& options, RunSetup& r
 // Every process's part: the training and validation data, encoded.
 void load_data(const Config& config, RunSetup& run);
 }  // namespace
+
+std::string training_store_dir(const Config& config, const std::string& run_dir) {
+  if (!config.data.train_store.empty()) return config.data.train_store;
+  if (config.data.cache_dir.empty()) return run_dir + "/store";
+  return config.data.cache_dir + "/store-" + store_key(config);
+}
 
 RunSetup prepare_run(const Config& config, const TrainOptions& options,
                      const std::function<void()>& wait_for_main) {
@@ -113,6 +141,7 @@ RunSetup prepare_run(const Config& config, const TrainOptions& options,
       run.resume_from = all.back();
     }
     run.vocabs = read_vocabs(run_dir, config.vocab.joint);
+    run.store = TokenStore::open(training_store_dir(config, run_dir), config.data.in_memory);
   } else {
     prepare_main(config, options, run);
     if (wait_for_main) wait_for_main();
@@ -138,19 +167,36 @@ void prepare_main(const Config& config, const TrainOptions& options, RunSetup& r
                 " already holds checkpoints: pass --resume to continue, or use a new --run-dir");
   }
 
-  run.vocabs = run.resume_from ? read_vocabs(*run.resume_from, config.vocab.joint)
-                               : prepare_vocabs(config, run_dir);
+  const auto fixed = fixed_vocabs(config, run);
+  const std::string dir = training_store_dir(config, run_dir);
+  if (!config.data.train_store.empty()) {
+    run.store = TokenStore::open(dir, config.data.in_memory);
+    if (fixed)
+      if (auto why = run.store->vocab_mismatch(*fixed); !why.empty())
+        throw Error("data.train_store: " + dir + " cannot be used: " + why);
+  } else if (config.data.cache_dir.empty()) {
+    run.store = ready_store(config, options, fixed, run.resume_from.has_value(), dir);
+  } else {
+    // Runs that share the cache take turns; the first prepares, the others reuse.
+    create_directories(config.data.cache_dir);
+    const std::string who = "nmt train (preparing " + dir + ")";
+    std::optional<DirLock> lock;
+    try {
+      lock.emplace(config.data.cache_dir, who);
+    } catch (const Error& e) {
+      spdlog::info("{}: waiting for it", e.what());
+      lock.emplace(config.data.cache_dir, who, true);
+    }
+    run.store = ready_store(config, options, fixed, run.resume_from.has_value(), dir);
+  }
+  run.vocabs = fixed ? *fixed : run.store->vocabs();
   write_file_atomic(run_dir + "/config.json", config_to_json(config) + "\n");
   write_vocabs(run_dir, run.vocabs);
 }
 
 void load_data(const Config& config, RunSetup& run) {
-  CorpusStats stats;
-  run.corpus = load_corpus(config.data.train_src, config.data.train_tgt, run.vocabs.src,
-                           run.vocabs.tgt, config.data.max_len, &stats);
-  log_corpus("training", stats);
-  if (run.corpus.size() == 0)
-    throw Error("no training pairs left after filtering " + config.data.train_src);
+  log_corpus("training", run.store->stats());
+  run.corpora = weighted_corpora(config, *run.store);
   if (!config.data.valid_src.empty()) {
     // Read once: the raw lines are translated for BLEU, their encoding gives the loss.
     run.valid = make_eval_set(read_lines(config.data.valid_src), read_lines(config.data.valid_tgt),

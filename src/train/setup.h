@@ -7,7 +7,8 @@
 #include <string>
 
 #include "config/config.h"
-#include "data/corpus.h"
+#include "data/batching.h"
+#include "data/store.h"
 #include "eval/evaluate.h"
 #include "text/vocabs.h"
 
@@ -23,18 +24,26 @@ struct TrainOptions {
 struct RunSetup {
   std::optional<std::string> resume_from;  // the checkpoint to continue from
   Vocabs vocabs;
-  Corpus corpus;  // encoded, filtered training pairs
-  EvalSet valid;  // empty without validation data
+  std::unique_ptr<TokenStore> store;  // the training pairs, mapped
+  std::vector<CorpusRange> corpora;   // the store's corpora with their weights
+  EvalSet valid;                      // empty without validation data
 };
+
+// The token store nmt train reads: data.train_store, else the text corpora prepared into
+// DIR/store, or into data.cache_dir/store-KEY (KEY: a hash of the inputs' paths, the filters
+// and the vocab section) so that runs with the same data share it.
+std::string training_store_dir(const Config& config, const std::string& run_dir);
 
 // With --resume: removes partial saves, picks the newest complete checkpoint and refuses config
 // changes that would break an exact continuation (naming the key and the reset flag that allows
-// it). Without: refuses a run directory that holds checkpoints. Then the vocabularies (the
-// checkpoint's, the config's files, or trained into the run directory), config.json and the
-// vocabularies written to the run directory (main process), and the data encoded.
-// With several processes (data-parallel training) only the main one does the checks and writes;
-// wait_for_main is a barrier the main process passes after them and the others before reading
-// the run directory.
+// it). Without: refuses a run directory that holds checkpoints. Then the token store: reused
+// when it stands for the config's corpora (same inputs, unchanged, same filters and
+// vocabulary), else prepared again, saying why (with --resume an input that changed is refused
+// unless --reset-data). The vocabularies are the checkpoint's, the config's files, or the
+// store's; config.json and the vocabularies are written to the run directory (main process).
+// With several processes (data-parallel training) only the main one prepares, checks and
+// writes; wait_for_main is called by every process: the main one after its work, the others
+// wait there until it is done, then read the run directory and map the same store.
 RunSetup prepare_run(const Config& config, const TrainOptions& options,
                      const std::function<void()>& wait_for_main = {});
 

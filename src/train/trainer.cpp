@@ -179,8 +179,9 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
     }
     check_same_on_all_ranks(*group_, config_to_json(config_), "config");
     agree_on_auto_precision();
+    // Without a time limit: the main process may be preparing a corpus of any size.
     wait_for_main = [this] {
-      group_->barrier();
+      group_->wait_for_rank0("run set-up");
       check_shared_run_dir(*group_, run_dir_);
     };
     const char* check = std::getenv("NMT_DEBUG_CHECK_REPLICAS");
@@ -240,9 +241,10 @@ Trainer::Trainer(const Config& config, const TrainOptions& options)
                  state_.epoch + 1, state_.batch_in_epoch);
     last_saved_step_ = state_.step;
   }
-  stream_ = std::make_unique<BatchStream>(sequence_lengths(run_.corpus.src),
-                                          sequence_lengths(run_.corpus.tgt), tc_.batch_tokens,
-                                          static_cast<uint64_t>(tc_.seed));
+  const TokenStore& store = *run_.store;
+  stream_ = std::make_unique<BatchStream>(store.lengths(), store.size(), run_.corpora,
+                                          tc_.batch_tokens, static_cast<uint64_t>(tc_.seed),
+                                          [&store] { store.forget_length_pages(); });
   stream_->seek(state_.epoch, state_.batch_in_epoch);
   spdlog::info("{} batches per epoch of <= {} tokens", stream_->batches_per_epoch(),
                tc_.batch_tokens);
@@ -302,7 +304,7 @@ std::vector<TensorBatch> Trainer::next_batches() {
     stream_->roll_over();
     if (k > 0 && tc_.max_epochs > 0 && stream_->epoch() >= tc_.max_epochs) break;
     const auto& pairs = stream_->take();
-    if (k / tc_.accum_steps == env_.rank) batches.push_back(make_tensor_batch(run_.corpus, pairs));
+    if (k / tc_.accum_steps == env_.rank) batches.push_back(make_tensor_batch(*run_.store, pairs));
   }
   interval_.add_data_time(std::chrono::duration<double>(Clock::now() - t0).count());
   return batches;

@@ -292,7 +292,7 @@ void check_writable_file(const std::string& path) {
   ::close(fd);
 }
 
-DirLock::DirLock(const std::string& dir, const std::string& who) {
+DirLock::DirLock(const std::string& dir, const std::string& who, bool wait) {
   const std::string path = dir + "/.lock";
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw_io_error("write", dir, errno);
@@ -300,15 +300,23 @@ DirLock::DirLock(const std::string& dir, const std::string& who) {
     const int err = errno;
     char buf[256] = {};
     const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
-    ::close(fd_);
-    fd_ = -1;
-    if (err != EWOULDBLOCK) throw_io_error("lock", path, err);
+    if (err != EWOULDBLOCK) {
+      ::close(fd_);
+      fd_ = -1;
+      throw_io_error("lock", path, err);
+    }
     // "PID WHO": written by the holder right after it took the lock.
     std::string holder = trim(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
     const auto space = holder.find(' ');
     const std::string pid = holder.substr(0, space);
     const std::string by = space == std::string::npos ? who : holder.substr(space + 1);
-    throw Error(dir + " is in use by " + by + " (pid " + (pid.empty() ? "unknown" : pid) + ")");
+    const std::string in_use =
+        dir + " is in use by " + by + " (pid " + (pid.empty() ? "unknown" : pid) + ")";
+    if (!wait || ::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+      throw Error(in_use);
+    }
   }
   const std::string text = std::to_string(::getpid()) + " " + who + "\n";
   const auto rc = checked_call("write", path, [&] {

@@ -108,9 +108,10 @@ int io_fault(const char* op, const std::string& path);
 // process dies, however it dies, so no lock is ever stale. The file holds the holder's pid.
 class DirLock {
  public:
-  // Throws "DIR is in use by WHO (pid N)" when another process holds it, and names DIR when the
-  // lock file cannot be created (a missing or unwritable directory).
-  DirLock(const std::string& dir, const std::string& who);
+  // Throws "DIR is in use by WHO (pid N)" when another process holds it (with `wait`: says so
+  // in the log and waits for it instead), and names DIR when the lock file cannot be created (a
+  // missing or unwritable directory).
+  DirLock(const std::string& dir, const std::string& who, bool wait = false);
   DirLock(const DirLock&) = delete;
   DirLock& operator=(const DirLock&) = delete;
   ~DirLock();
