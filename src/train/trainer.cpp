@@ -306,6 +306,7 @@ std::vector<TensorBatch> Trainer::next_batches() {
     const auto& pairs = stream_->take();
     if (k / tc_.accum_steps == env_.rank) batches.push_back(make_tensor_batch(*run_.store, pairs));
   }
+  run_.store->forget_id_pages();
   interval_.add_data_time(std::chrono::duration<double>(Clock::now() - t0).count());
   return batches;
 }
