@@ -10,7 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace nmt_test {
+
+// A config choice from its JSON spelling, as a config file gives it.
+template <class E>
+E choice(const std::string& name) {
+  return nmt::parse_choice<E>(name, "test");
+}
 
 inline std::string source_dir() { return NMT_SOURCE_DIR; }
 inline std::string nmt_binary() { return NMT_BINARY; }

@@ -31,7 +31,7 @@ TEST(Config, DefaultsAndOverridesApply) {
   EXPECT_EQ(c.model.heads, 4);
   EXPECT_EQ(c.train.max_steps, 7);
   EXPECT_EQ(c.train.seed, 42);
-  EXPECT_EQ(c.model.norm, "pre");
+  EXPECT_EQ(c.model.norm, Norm::kPre);
   EXPECT_DOUBLE_EQ(c.train.lr_factor, 2.0);
   EXPECT_EQ(c.train.accum_steps, 1);  // a default
 }
@@ -130,7 +130,7 @@ TEST(Config, DumpRoundTripsEveryKey) {
   const Config c = parse_config(kMinimal, {"model.positional=learned", "decode.max_len_b=7"});
   const Config again = parse_config(config_to_json(c));
   EXPECT_EQ(config_to_json(again), config_to_json(c));
-  EXPECT_EQ(again.model.positional, "learned");
+  EXPECT_EQ(again.model.positional, Positional::kLearned);
   EXPECT_EQ(again.decode.max_len_b, 7);
 }
 
@@ -138,11 +138,11 @@ TEST(Config, RnnKeysLiveInTheirOwnSection) {
   const Config c = parse_config(
       R"({"model": {"arch": "rnn", "d_model": 64, "rnn": {"cell": "lstm", "hidden": 96,
           "layers": 2, "attention": "luong_general"}}, "train": {"max_steps": 1}})");
-  EXPECT_EQ(c.model.arch, "rnn");
-  EXPECT_EQ(c.model.rnn.cell, "lstm");
+  EXPECT_EQ(c.model.arch, Arch::kRnn);
+  EXPECT_EQ(c.model.rnn.cell, RnnCell::kLstm);
   EXPECT_EQ(c.model.rnn.hidden, 96);
   EXPECT_EQ(c.model.rnn.layers, 2);
-  EXPECT_EQ(c.model.rnn.attention, "luong_general");
+  EXPECT_EQ(c.model.rnn.attention, RnnAttentionKind::kLuongGeneral);
   // The printed config has the RNN section and no Transformer keys, and parses back.
   const json printed = json::parse(config_to_json(c));
   EXPECT_TRUE(printed["model"].contains("rnn"));
@@ -156,7 +156,7 @@ TEST(Config, RnnKeysLiveInTheirOwnSection) {
   // --set reaches the nested section.
   EXPECT_EQ(parse_config(kMinimal, {"model.arch=rnn", "model.rnn.attention=luong_dot"})
                 .model.rnn.attention,
-            "luong_dot");
+            RnnAttentionKind::kLuongDot);
 }
 
 TEST(Config, KeysOfTheOtherArchitectureAreRejectedWithThePath) {

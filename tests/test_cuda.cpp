@@ -48,8 +48,8 @@ ModelConfig small_model(double dropout) {
   c.dropout = dropout;
   c.attention_dropout = dropout;
   c.max_positions = 64;
-  c.norm = "pre";
-  c.tie_embeddings = "all";
+  c.norm = nmt::Norm::kPre;
+  c.tie_embeddings = nmt::TieEmbeddings::kAll;
   return c;
 }
 

@@ -7,6 +7,7 @@
 
 #include "data/tensors.h"
 #include "decode/search.h"
+#include "helpers.h"
 #include "model/transformer.h"
 #include "model_helpers.h"
 #include "text/spm.h"
@@ -24,9 +25,9 @@ ModelConfig small(const std::string& norm, const std::string& positional) {
   c.d_ff = 64;
   c.dropout = 0.1;  // must be off in eval mode
   c.attention_dropout = 0.1;
-  c.norm = norm;
-  c.positional = positional;
-  c.tie_embeddings = "none";
+  c.norm = nmt_test::choice<nmt::Norm>(norm);
+  c.positional = nmt_test::choice<nmt::Positional>(positional);
+  c.tie_embeddings = nmt::TieEmbeddings::kNone;
   c.max_positions = 40;
   return c;
 }

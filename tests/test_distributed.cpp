@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "helpers.h"
+#include "util/net.h"
 #include "train/distributed.h"
 #include "train/metrics_log.h"
 #include "util/blas.h"

@@ -44,7 +44,7 @@ ModelConfig tiny_model() {
   c.dropout = 0.2;
   c.attention_dropout = 0.1;
   c.max_positions = 64;
-  c.tie_embeddings = "all";
+  c.tie_embeddings = TieEmbeddings::kAll;
   return c;
 }
 
@@ -517,9 +517,9 @@ TEST(Device, NamesResolveOrFailClearly) {
   }
   // fp16 is CUDA autocast: refused on the CPU, naming the key. bf16 runs on a CPU with native
   // bfloat16 products, and is refused with the reason on others.
-  EXPECT_EQ(parse_precision("fp32", torch::kCPU, "x"), Precision::kFp32);
+  EXPECT_EQ(resolve_precision(PrecisionSetting::kFp32, torch::kCPU, "x"), Precision::kFp32);
   try {
-    parse_precision("fp16", torch::kCPU, "train.precision");
+    resolve_precision(PrecisionSetting::kFp16, torch::kCPU, "train.precision");
     FAIL() << "fp16 accepted on the CPU";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("train.precision fp16 runs on CUDA only"),
@@ -527,10 +527,10 @@ TEST(Device, NamesResolveOrFailClearly) {
         << e.what();
   }
   if (nmt::have_bf16_gemm()) {
-    EXPECT_EQ(parse_precision("bf16", torch::kCPU, "x"), Precision::kBf16);
+    EXPECT_EQ(resolve_precision(PrecisionSetting::kBf16, torch::kCPU, "x"), Precision::kBf16);
   } else {
     try {
-      parse_precision("bf16", torch::kCPU, "train.precision");
+      resolve_precision(PrecisionSetting::kBf16, torch::kCPU, "train.precision");
       FAIL() << "bf16 accepted on a CPU without bfloat16 products";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("train.precision bf16 on the CPU multiplies in "
@@ -540,17 +540,19 @@ TEST(Device, NamesResolveOrFailClearly) {
           << e.what();
     }
   }
-  EXPECT_THROW(parse_precision("fp8", torch::kCPU, "x"), Error);
+  EXPECT_THROW(parse_choice<PrecisionSetting>("fp8", "x"), Error);
   // auto: bf16 where the CPU multiplies bfloat16 natively, else fp32, never refused; CUDA fp32.
-  const auto cpu_auto = parse_precision("auto", torch::kCPU, "x");
+  const auto cpu_auto = resolve_precision(PrecisionSetting::kAuto, torch::kCPU, "x");
   EXPECT_EQ(cpu_auto, nmt::have_bf16_gemm() ? Precision::kBf16 : Precision::kFp32);
-  EXPECT_EQ(parse_precision("auto", torch::Device(torch::kCUDA, 0), "x"), Precision::kFp32);
-  EXPECT_EQ(describe_precision("auto", cpu_auto, torch::kCPU),
+  EXPECT_EQ(resolve_precision(PrecisionSetting::kAuto, torch::Device(torch::kCUDA, 0), "x"),
+            Precision::kFp32);
+  EXPECT_EQ(describe_precision(PrecisionSetting::kAuto, cpu_auto, torch::kCPU),
             nmt::have_bf16_gemm() ? "bf16 (auto: this CPU multiplies bfloat16)"
                                   : "fp32 (auto: " + nmt::bf16_gemm_missing() + ")");
-  EXPECT_EQ(describe_precision("auto", Precision::kFp32, torch::Device(torch::kCUDA, 0)),
+  EXPECT_EQ(describe_precision(PrecisionSetting::kAuto, Precision::kFp32,
+                               torch::Device(torch::kCUDA, 0)),
             "fp32 (auto: float32 on CUDA)");
-  EXPECT_EQ(describe_precision("fp32", Precision::kFp32, torch::kCPU), "fp32");
+  EXPECT_EQ(describe_precision(PrecisionSetting::kFp32, Precision::kFp32, torch::kCPU), "fp32");
 }
 
 TEST(Device, ConfigKeysAreValidated) {
@@ -643,7 +645,7 @@ TEST(Seq2Seq, DerivedBuffersMoveButAreNotSaved) {
   EXPECT_THROW(make_model(
                    [] {
                      auto c = tiny_model();
-                     c.arch = "cnn";
+                     c.arch = static_cast<Arch>(99);  // no such family
                      return c;
                    }(),
                    30, 30),

@@ -332,7 +332,7 @@ class ConfigFuzzer {
     minimal.train.max_steps = 1;
     seeds_.push_back(nmt::config_to_json(minimal));
     Config rnn = minimal;  // arch rnn: the model.rnn section, no Transformer keys
-    rnn.model.arch = "rnn";
+    rnn.model.arch = nmt::Arch::kRnn;
     seeds_.push_back(nmt::config_to_json(rnn));
     // Named: a range-for over items() of a temporary would iterate a destroyed object.
     const json rnn_keys = json::parse(seeds_.back())["model"]["rnn"];

@@ -22,9 +22,9 @@ ModelConfig tiny(const std::string& norm = "post", const std::string& tie = "all
   c.d_ff = 32;
   c.dropout = 0.0;
   c.attention_dropout = 0.0;
-  c.norm = norm;
-  c.tie_embeddings = tie;
-  c.positional = positional;
+  c.norm = nmt_test::choice<nmt::Norm>(norm);
+  c.tie_embeddings = nmt_test::choice<nmt::TieEmbeddings>(tie);
+  c.positional = nmt_test::choice<nmt::Positional>(positional);
   c.max_positions = 32;
   return c;
 }

@@ -21,15 +21,15 @@ using nlohmann::json;
 namespace {
 ModelConfig rnn_config(const std::string& cell, const std::string& attention, int64_t layers = 2) {
   ModelConfig c;
-  c.arch = "rnn";
+  c.arch = nmt::Arch::kRnn;
   c.d_model = 24;
   c.dropout = 0.2;  // must be off in eval mode
-  c.tie_embeddings = "none";
+  c.tie_embeddings = nmt::TieEmbeddings::kNone;
   c.max_positions = 40;
-  c.rnn.cell = cell;
+  c.rnn.cell = nmt_test::choice<nmt::RnnCell>(cell);
   c.rnn.hidden = 32;
   c.rnn.layers = layers;
-  c.rnn.attention = attention;
+  c.rnn.attention = nmt_test::choice<nmt::RnnAttentionKind>(attention);
   return c;
 }
 
@@ -60,7 +60,7 @@ TEST_P(RnnGolden, LogitsMatchPyTorchWithin1e5Relative) {
   json cfg = {{"model", c.at("model")}, {"train", {{"max_steps", 1}}}, {"data", {{"max_len", 8}}}};
   cfg["model"]["dropout"] = 0.0;
   const Config config = parse_config(cfg.dump());
-  ASSERT_EQ(config.model.arch, "rnn");
+  ASSERT_EQ(config.model.arch, nmt::Arch::kRnn);
   Seq2Seq model =
       make_model(config.model, c.at("src_vocab").get<int64_t>(), c.at("tgt_vocab").get<int64_t>());
   nmt_test::expect_golden_logits(*model, c);
@@ -208,7 +208,7 @@ INSTANTIATE_TEST_SUITE_P(CellsAndAttention, RnnVariants,
 
 TEST(Rnn, ParameterNamesAndSharing) {
   auto c = rnn_config("lstm", "bahdanau", 1);
-  c.tie_embeddings = "all";
+  c.tie_embeddings = nmt::TieEmbeddings::kAll;
   auto model = random_rnn(c, 20, 1);
   std::vector<std::string> names;
   for (const auto& p : model->named_parameters()) names.push_back(p.key());

@@ -42,9 +42,9 @@ TEST(Schedules, LearningRateFollowsTheConfiguredSchedule) {
   tc.lr_factor = 2.0;
   tc.lr = 1e-3;
   EXPECT_DOUBLE_EQ(learning_rate(tc, 256, 400), noam_lr(400, 256, 400, 2.0));  // the default
-  tc.lr_schedule = "inverse_sqrt";
+  tc.lr_schedule = LrSchedule::kInverseSqrt;
   EXPECT_NEAR(learning_rate(tc, 256, 1600), 5e-4, 1e-15);
-  tc.lr_schedule = "constant";
+  tc.lr_schedule = LrSchedule::kConstant;
   EXPECT_NEAR(learning_rate(tc, 256, 200), 5e-4, 1e-15);
   EXPECT_NEAR(learning_rate(tc, 256, 1600), 1e-3, 1e-15);
 }
@@ -70,14 +70,14 @@ TEST(Schedules, CooldownFallsLinearlyToZeroAtTheEnd) {
   EXPECT_NEAR(run_progress(tc, 999999, 9.0, 20.0), 0.2, 1e-15);  // only max_time is set
   EXPECT_EQ(run_progress(tc, 0, 0.0, 150.0), 1.0);
 
-  tc.lr_schedule = "constant";
+  tc.lr_schedule = LrSchedule::kConstant;
   tc.lr = 1e-3;
   tc.warmup_steps = 10;
   tc.cooldown = 0.4;
   EXPECT_NEAR(learning_rate(tc, 256, 5, 0.1), 5e-4, 1e-15);      // warming up, no cool-down
   EXPECT_NEAR(learning_rate(tc, 256, 500, 0.6), 1e-3, 1e-15);    // cool-down starts
   EXPECT_NEAR(learning_rate(tc, 256, 800, 0.9), 2.5e-4, 1e-15);  // 1e-3 * 0.1 / 0.4
-  tc.lr_schedule = "noam";
+  tc.lr_schedule = LrSchedule::kNoam;
   EXPECT_NEAR(learning_rate(tc, 256, 800, 0.9), 0.25 * noam_lr(800, 256, 10, 1.0), 1e-15);
 }
 

@@ -167,7 +167,8 @@ void write_checkpoint_dir(const std::string& final_dir, const Config& config, co
     if (optimizer != nullptr) {
       save_torch(*optimizer, tmp_dir + "/optimizer.pt");
       save_torch(cpu_generator_state(), tmp_dir + "/rng.pt");
-      if (!rank_rng_states.empty()) save_torch(rank_rng_states, tmp_dir + "/rng_ranks.pt");
+      // One process's generator is rng.pt already.
+      if (rank_rng_states.size() > 1) save_torch(rank_rng_states, tmp_dir + "/rng_ranks.pt");
       // A model on a GPU: its generators too (one per device), for exact resumes there.
       if (model->device().is_cuda()) save_torch(cuda_generator_states(), tmp_dir + "/rng_cuda.pt");
     }
@@ -373,6 +374,17 @@ std::string average_checkpoints(const std::vector<std::string>& dirs, const std:
   AveragedModel avg = average_models(dirs);
   return save_model_checkpoint(output, avg.loaded.config, avg.loaded.vocabs, avg.loaded.model,
                                {{"step", avg.step}, {"averaged_from", avg.from}});
+}
+
+bool is_average_of(const std::string& run_dir, const std::vector<std::string>& dirs) {
+  const std::string avg = averaged_checkpoint_dir(run_dir);
+  if (dirs.size() < 2 || !file_exists(avg + "/state.json")) return false;
+  const auto from = read_checkpoint_state(avg).value("averaged_from", nlohmann::json::array());
+  if (from.size() != dirs.size()) return false;
+  auto name = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
+  for (size_t i = 0; i < dirs.size(); ++i)
+    if (!from[i].is_string() || name(from[i].get<std::string>()) != name(dirs[i])) return false;
+  return true;
 }
 
 }  // namespace nmt

@@ -46,12 +46,16 @@ struct Retention {
 // Writes RUN/checkpoints/ckpt-<step> atomically, then prunes the others that `retention` does
 // not keep. `state` is the trainer's (train/state.h), stored as state.json. Main process only;
 // returns the directory. rank_rng_states: in data-parallel training, every rank's CPU generator
-// state, by rank (rng_ranks.pt).
+// state, by rank (rng_ranks.pt, written when there are several).
 std::string save_checkpoint(const std::string& run_dir, int64_t step, const Config& config,
                             const Vocabs& vocabs, Seq2Seq& model,
                             torch::optim::Optimizer& optimizer, const nlohmann::json& state,
                             const Retention& retention,
                             const std::vector<torch::Tensor>& rank_rng_states = {});
+
+// Whether RUN/checkpoints/averaged already is the mean of `dirs` (a finished run resumed); by
+// their names, since the run directory may have been given by another path.
+bool is_average_of(const std::string& run_dir, const std::vector<std::string>& dirs);
 
 // RUN/checkpoints/best: the best checkpoint by validation (train.best_metric).
 std::string best_checkpoint_dir(const std::string& run_dir);

@@ -34,16 +34,24 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
       "BLEU), or auto (bf16 on a CPU with AVX512-BF16, else fp32) (default: fp32)");
 }
 
-void check_decode_flags(const DecodeFlags& flags) {
+void check_decode_flags(DecodeFlags& flags) {
   if (flags.threads < 0) throw Error("--threads must be >= 0");
   if (flags.beam < 0) throw Error("--beam must be >= 1");
-  if (flags.parallel != "auto" && flags.parallel != "batches" && flags.parallel != "ops")
+  if (flags.parallel == "auto")
+    flags.parallel_mode = Parallel::kAuto;
+  else if (flags.parallel == "batches")
+    flags.parallel_mode = Parallel::kBatches;
+  else if (flags.parallel == "ops")
+    flags.parallel_mode = Parallel::kOps;
+  else
     throw Error("--parallel must be auto, batches or ops, got \"" + flags.parallel + "\"");
+  flags.precision_setting = parse_choice<PrecisionSetting>(flags.precision, "--precision");
   if (!flags.quantize.empty() && flags.quantize != "int8")
     throw Error("--quantize must be int8, got \"" + flags.quantize + "\"");
+  flags.int8 = flags.quantize == "int8";
   if (!is_device_name(flags.device))
     throw Error("--device: unknown device \"" + flags.device + "\" (auto, cpu, cuda or cuda:N)");
-  if (flags.quantize == "int8" && flags.device.rfind("cuda", 0) == 0)
+  if (flags.int8 && flags.device.rfind("cuda", 0) == 0)
     throw Error("--quantize int8 runs on the CPU only: use --device cpu, or drop --quantize");
 }
 
@@ -53,17 +61,14 @@ void use_inference_threads(const DecodeFlags& flags) {
 }
 
 LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& flags) {
-  const bool int8 = flags.quantize == "int8";
+  const bool int8 = flags.int8;
   const torch::Device device = int8 && flags.device == "auto"
                                    ? torch::Device(torch::kCPU)
                                    : resolve_device(flags.device, "--device");
   // Refuses fp16 off CUDA, and bf16 on a CPU without native bfloat16 products, early.
-  const Precision precision = parse_precision(flags.precision, device, "--precision");
+  const Precision precision = resolve_precision(flags.precision_setting, device, "--precision");
   LoadedModel m = load_model(checkpoint, device);
-  spdlog::info("device {}, precision {}", describe_device(device),
-               describe_precision(flags.precision, precision, device));
-  if (device.is_cpu())
-    spdlog::info("GEMM backend: {}", gemm_backend_description(precision == Precision::kBf16));
+  log_device_and_precision("", device, flags.precision_setting, precision);
   if (int8) {
     m.model->quantize_int8();
     spdlog::info("output projection quantized to int8 (dynamic, {}-bit activations)",
@@ -77,12 +82,12 @@ TranslateOptions decode_options(const DecodeFlags& flags, const Config& config,
   TranslateOptions options = translate_options(config, flags.beam);
   if (flags.batch_tokens > 0) options.batch_tokens = flags.batch_tokens;
   if (flags.length_penalty >= 0) options.search.length_penalty = flags.length_penalty;
-  options.precision = parse_precision(flags.precision, device, "--precision");
-  if (device.is_cpu() && flags.parallel != "ops") {
+  options.precision = resolve_precision(flags.precision_setting, device, "--precision");
+  if (device.is_cpu() && flags.parallel_mode != Parallel::kOps) {
     options.batch_workers = torch::get_num_threads();
     // Measured on Multi30k at 2 threads: beam 5 (17 batches of 1,000 lines) gains from side by
     // side, greedy (4 batches) loses a little.
-    options.min_batches_per_worker = flags.parallel == "auto" ? 4 : 1;
+    options.min_batches_per_worker = flags.parallel_mode == Parallel::kAuto ? 4 : 1;
   }
   return options;
 }

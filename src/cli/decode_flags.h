@@ -14,6 +14,9 @@ class App;
 
 namespace nmt {
 
+// How --threads CPU threads share a chunk (--parallel).
+enum class Parallel { kAuto, kBatches, kOps };
+
 struct DecodeFlags {
   int64_t beam = 0;                // 0: decode.beam_size
   double length_penalty = -1;      // < 0: decode.length_penalty
@@ -23,14 +26,19 @@ struct DecodeFlags {
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (CUDA autocast) | auto
   std::string parallel = "auto";   // CPU threads' work: batches | ops | auto (see --parallel)
+  // Set by check_decode_flags from the texts above: each choice parsed once.
+  PrecisionSetting precision_setting = PrecisionSetting::kFp32;
+  Parallel parallel_mode = Parallel::kAuto;
+  bool int8 = false;  // --quantize int8
 };
 
 // Adds --beam, --length-penalty, --batch-tokens, --threads, --parallel, --quantize, --device and
 // --precision.
 void add_decode_flags(CLI::App* cmd, DecodeFlags& flags);
 
-// Throws on out-of-range values and combinations that cannot work (int8 on CUDA).
-void check_decode_flags(const DecodeFlags& flags);
+// Throws on out-of-range values and combinations that cannot work (int8 on CUDA); parses the
+// choices into precision_setting and parallel_mode.
+void check_decode_flags(DecodeFlags& flags);
 
 // Sets LibTorch's CPU threads for inference and keeps freed buffers in the heap.
 void use_inference_threads(const DecodeFlags& flags);

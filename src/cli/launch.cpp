@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "util/signals.h"
+#include "util/net.h"
 #include "util/util.h"
 
 namespace nmt {

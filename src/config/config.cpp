@@ -26,6 +26,75 @@ std::string clip(std::string s, size_t max = 60) {
   return s.substr(0, cut) + "...";
 }
 
+template <class E>
+using Choices = std::vector<std::pair<E, const char*>>;
+
+template <class E>
+const Choices<E>& choices();
+template <>
+const Choices<Arch>& choices() {
+  static const Choices<Arch> c = {{Arch::kTransformer, "transformer"}, {Arch::kRnn, "rnn"}};
+  return c;
+}
+template <>
+const Choices<VocabType>& choices() {
+  static const Choices<VocabType> c = {{VocabType::kUnigram, "unigram"},
+                                       {VocabType::kBpe, "bpe"},
+                                       {VocabType::kChar, "char"},
+                                       {VocabType::kWord, "word"}};
+  return c;
+}
+template <>
+const Choices<TieEmbeddings>& choices() {
+  static const Choices<TieEmbeddings> c = {
+      {TieEmbeddings::kNone, "none"}, {TieEmbeddings::kDecoder, "decoder"}, {TieEmbeddings::kAll, "all"}};
+  return c;
+}
+template <>
+const Choices<Positional>& choices() {
+  static const Choices<Positional> c = {{Positional::kSinusoidal, "sinusoidal"},
+                                        {Positional::kLearned, "learned"}};
+  return c;
+}
+template <>
+const Choices<Norm>& choices() {
+  static const Choices<Norm> c = {{Norm::kPost, "post"}, {Norm::kPre, "pre"}};
+  return c;
+}
+template <>
+const Choices<RnnCell>& choices() {
+  static const Choices<RnnCell> c = {{RnnCell::kGru, "gru"}, {RnnCell::kLstm, "lstm"}};
+  return c;
+}
+template <>
+const Choices<RnnAttentionKind>& choices() {
+  static const Choices<RnnAttentionKind> c = {{RnnAttentionKind::kBahdanau, "bahdanau"},
+                                              {RnnAttentionKind::kLuongDot, "luong_dot"},
+                                              {RnnAttentionKind::kLuongGeneral, "luong_general"}};
+  return c;
+}
+template <>
+const Choices<PrecisionSetting>& choices() {
+  static const Choices<PrecisionSetting> c = {{PrecisionSetting::kFp32, "fp32"},
+                                              {PrecisionSetting::kBf16, "bf16"},
+                                              {PrecisionSetting::kFp16, "fp16"},
+                                              {PrecisionSetting::kAuto, "auto"}};
+  return c;
+}
+template <>
+const Choices<LrSchedule>& choices() {
+  static const Choices<LrSchedule> c = {{LrSchedule::kNoam, "noam"},
+                                        {LrSchedule::kInverseSqrt, "inverse_sqrt"},
+                                        {LrSchedule::kConstant, "constant"}};
+  return c;
+}
+template <>
+const Choices<BestMetric>& choices() {
+  static const Choices<BestMetric> c = {
+      {BestMetric::kBleu, "bleu"}, {BestMetric::kChrf, "chrf"}, {BestMetric::kLoss, "loss"}};
+  return c;
+}
+
 // A value check: returns an error text, or nullopt when the value is fine.
 template <class T>
 using Check = std::function<std::optional<std::string>(const T&)>;
@@ -54,15 +123,6 @@ Check<double> in_range(double lo, double hi, bool hi_inclusive = true) {
       return os.str();
     }
     return std::nullopt;
-  };
-}
-
-Check<std::string> one_of(std::vector<std::string> allowed) {
-  return [allowed](const std::string& v) -> std::optional<std::string> {
-    if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return std::nullopt;
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "\"" : ", \"") + a + "\"";
-    return "must be one of " + list + ", got \"" + clip(v) + "\"";
   };
 }
 
@@ -147,7 +207,7 @@ void visit(VocabConfig& c, V& v) {
   v("joint", c.joint, "one SentencePiece model shared by source and target", any<bool>());
   v("size", c.size, "vocabulary size when a model is trained", at_least(8));
   v("model_type", c.model_type, "SentencePiece model type: unigram | bpe | char | word",
-    one_of({"unigram", "bpe", "char", "word"}));
+    any<VocabType>());
   v("character_coverage", c.character_coverage,
     "share of characters the vocabulary must cover (0.98 for CJK)", in_range(0.5, 1.0));
   v("input_sentence_size", c.input_sentence_size, "sentences sampled to train the vocabulary",
@@ -162,19 +222,19 @@ void visit(VocabConfig& c, V& v) {
 
 template <class V>
 void visit(RnnConfig& c, V& v) {
-  v("cell", c.cell, "recurrent cell of encoder and decoder: gru | lstm", one_of({"gru", "lstm"}));
+  v("cell", c.cell, "recurrent cell of encoder and decoder: gru | lstm", any<RnnCell>());
   v("hidden", c.hidden, "decoder state width; each encoder direction has half of it (must be even)",
     at_least(2));
   v("layers", c.layers, "encoder layers (bidirectional) and decoder layers", at_least(1));
   v("attention", c.attention,
     "bahdanau (additive: v . tanh(W s + U h)) | luong_dot (s . h) | luong_general (s . W h)",
-    one_of({"bahdanau", "luong_dot", "luong_general"}));
+    any<RnnAttentionKind>());
 }
 
 template <class V>
 void visit(ModelConfig& c, V& v) {
   v("arch", c.arch, "model family: transformer | rnn (bidirectional encoder, attention decoder)",
-    one_of({"transformer", "rnn"}));
+    any<Arch>());
   v("d_model", c.d_model,
     "width of embeddings and hidden states (rnn: embeddings and the attentional vector)",
     at_least(2));
@@ -186,8 +246,8 @@ void visit(ModelConfig& c, V& v) {
     "longest sequence the model takes (transformer: the position table)", at_least(2));
   v("tie_embeddings", c.tie_embeddings,
     "none | decoder (decoder input and output) | all (also the encoder; needs a joint vocab)",
-    one_of({"none", "decoder", "all"}));
-  v.for_arch("transformer", c.arch, [&] {
+    any<TieEmbeddings>());
+  v.for_arch(Arch::kTransformer, c.arch, [&] {
     v("heads", c.heads, "attention heads; must divide d_model", at_least(1));
     v("encoder_layers", c.encoder_layers, "encoder layers", at_least(1));
     v("decoder_layers", c.decoder_layers, "decoder layers", at_least(1));
@@ -204,11 +264,11 @@ void visit(ModelConfig& c, V& v) {
         return os.str();
       }));
     v("positional", c.positional, "position encoding: sinusoidal | learned",
-      one_of({"sinusoidal", "learned"}));
+      any<Positional>());
     v("norm", c.norm, "post (the paper's) | pre (LayerNorm before each block, plus a final one)",
-      one_of({"post", "pre"}));
+      any<Norm>());
   });
-  v.for_arch("rnn", c.arch, [&] { v.section("rnn", c.rnn); });
+  v.for_arch(Arch::kRnn, c.arch, [&] { v.section("rnn", c.rnn); });
 }
 
 template <class V>
@@ -231,7 +291,7 @@ void visit(TrainConfig& c, V& v) {
     "fp32, the loss in fp32; fp16 adds dynamic loss scaling. On the CPU, bf16 runs the linear "
     "layers' products in bfloat16 (AVX512-BF16 CPUs), all else in fp32. auto: bf16 on a CPU "
     "with AVX512-BF16, else fp32 (CUDA included)",
-    one_of({"fp32", "bf16", "fp16", "auto"}));
+    any<PrecisionSetting>());
   v("log_every", c.log_every, "steps between log lines and metrics.jsonl rows, plus one at the end",
     at_least(1));
   v("save_every", c.save_every, "steps between checkpoints (a final one is always written)",
@@ -253,7 +313,7 @@ void visit(TrainConfig& c, V& v) {
   v("lr_schedule", c.lr_schedule,
     "noam: factor * d_model^-0.5 * min(s^-0.5, s * w^-1.5) | inverse_sqrt: lr * min(s / w, "
     "sqrt(w / s)) | constant: lr * min(1, s / w) (s the step, w warmup_steps)",
-    one_of({"noam", "inverse_sqrt", "constant"}));
+    any<LrSchedule>());
   v("warmup_steps", c.warmup_steps, "warm-up steps of the learning-rate schedule", at_least(1));
   v("lr_factor", c.lr_factor, "noam's scale factor", in_range(0.0, 1e6));
   v("lr", c.lr, "peak learning rate of inverse_sqrt and constant", in_range(0.0, 1e3));
@@ -274,7 +334,7 @@ void visit(TrainConfig& c, V& v) {
   v("valid_beam", c.valid_beam, "beam size for validation BLEU (1 = greedy)", at_least(1));
   v("best_metric", c.best_metric,
     "what picks DIR/checkpoints/best: validation bleu, chrf (higher is better) or loss",
-    one_of({"bleu", "chrf", "loss"}));
+    any<BestMetric>());
   v("patience", c.patience,
     "stop after this many validations without improvement of best_metric (0 = off)", at_least(0));
   v("max_bad_steps", c.max_bad_steps,
@@ -341,7 +401,9 @@ std::string short_dump(const json& j) {
 // A field's value in JSON: durations as seconds, which parse back.
 template <class T>
 json to_json_value(const T& field) {
-  if constexpr (std::is_same_v<T, Duration>) {
+  if constexpr (std::is_enum_v<T>) {
+    return name_of(field);
+  } else if constexpr (std::is_same_v<T, Duration>) {
     return field.seconds;
   } else {
     return field;
@@ -400,8 +462,8 @@ class Parser {
   // Keys of one model family: read when `arch` is the configured one (`active`), else known but
   // refused when present, so a key of the other family is never silently ignored.
   template <class F>
-  void for_arch(const std::string& arch, const std::string& active, F&& fields) {
-    if (arch != active) foreign_ = {arch, active};
+  void for_arch(Arch arch, Arch active, F&& fields) {
+    if (arch != active) foreign_ = {name_of(arch), name_of(active)};
     fields();
     foreign_.reset();
   }
@@ -450,6 +512,8 @@ class Parser {
         throw Error(path + ": expected an integer, got " + j.dump());
       }
       throw wrong_type(path, "an integer", j);
+    } else if constexpr (std::is_enum_v<T>) {
+      return parse_choice<T>(convert<std::string>(j, path), path);
     } else if constexpr (std::is_same_v<T, Duration>) {
       if (j.is_number()) return Duration{convert<double>(j, path)};
       if (!j.is_string()) throw wrong_type(path, "seconds or a duration string like \"45m\"", j);
@@ -508,7 +572,7 @@ class Printer {
   }
   // Only the configured family's keys are written: the output parses back.
   template <class F>
-  void for_arch(const std::string& arch, const std::string& active, F&& fields) {
+  void for_arch(Arch arch, Arch active, F&& fields) {
     if (arch == active) fields();
   }
   template <class T>
@@ -541,8 +605,8 @@ class Documenter {
     prefix_ = outer;
   }
   template <class F>
-  void for_arch(const std::string& arch, const std::string&, F&& fields) {
-    note_ = "(" + arch + " only) ";
+  void for_arch(Arch arch, Arch, F&& fields) {
+    note_ = std::string("(") + name_of(arch) + " only) ";
     fields();
     note_.clear();
   }
@@ -599,17 +663,17 @@ void apply_override(json& root, const std::string& assignment) {
 }
 
 void validate_cross_fields(const Config& c) {
-  if (c.model.arch == "transformer" && c.model.d_model % c.model.heads != 0)
+  if (c.model.arch == Arch::kTransformer && c.model.d_model % c.model.heads != 0)
     throw Error("model.heads: " + std::to_string(c.model.heads) +
                 " does not divide model.d_model " + std::to_string(c.model.d_model));
-  if (c.model.arch == "transformer" && c.model.positional == "sinusoidal" &&
+  if (c.model.arch == Arch::kTransformer && c.model.positional == Positional::kSinusoidal &&
       c.model.d_model % 2 != 0)
     throw Error("model.d_model: sinusoidal positions need an even width, got " +
                 std::to_string(c.model.d_model));
-  if (c.model.arch == "rnn" && c.model.rnn.hidden % 2 != 0)
+  if (c.model.arch == Arch::kRnn && c.model.rnn.hidden % 2 != 0)
     throw Error("model.rnn.hidden: the two encoder directions share it, so it must be even, got " +
                 std::to_string(c.model.rnn.hidden));
-  if (c.model.tie_embeddings == "all" && !c.vocab.joint)
+  if (c.model.tie_embeddings == TieEmbeddings::kAll && !c.vocab.joint)
     throw Error("model.tie_embeddings: \"all\" needs vocab.joint = true");
   if (c.vocab.joint && (!c.vocab.src_model.empty() || !c.vocab.tgt_model.empty()))
     throw Error("vocab.src_model: only used when vocab.joint = false (use vocab.model)");
@@ -655,6 +719,43 @@ void validate_cross_fields(const Config& c) {
 }
 
 }  // namespace
+
+template <class E>
+const char* name_of(E value) {
+  for (const auto& [v, name] : choices<E>())
+    if (v == value) return name;
+  return "?";
+}
+
+template <class E>
+std::string choice_list() {
+  std::string list;
+  for (const auto& [v, name] : choices<E>()) list += (list.empty() ? "\"" : ", \"") + std::string(name) + "\"";
+  return list;
+}
+
+template <class E>
+E parse_choice(const std::string& text, const std::string& what) {
+  for (const auto& [v, name] : choices<E>())
+    if (text == name) return v;
+  throw Error(what + ": must be one of " + choice_list<E>() + ", got \"" + clip(text) + "\"");
+}
+
+#define NMT_CHOICE(E)                                                   \
+  template const char* name_of<E>(E);                                   \
+  template std::string choice_list<E>();                                \
+  template E parse_choice<E>(const std::string&, const std::string&);
+NMT_CHOICE(Arch)
+NMT_CHOICE(VocabType)
+NMT_CHOICE(TieEmbeddings)
+NMT_CHOICE(Positional)
+NMT_CHOICE(Norm)
+NMT_CHOICE(RnnCell)
+NMT_CHOICE(RnnAttentionKind)
+NMT_CHOICE(PrecisionSetting)
+NMT_CHOICE(LrSchedule)
+NMT_CHOICE(BestMetric)
+#undef NMT_CHOICE
 
 Config parse_config(const std::string& json_text, const std::vector<std::string>& overrides,
                     const std::string& origin) {

@@ -8,6 +8,33 @@
 
 namespace nmt {
 
+// Closed sets of choices: an enum each, whose JSON spellings are listed once (config.cpp), so a
+// config is parsed into them once and the code compares enums, never text.
+enum class Arch { kTransformer, kRnn };
+enum class VocabType { kUnigram, kBpe, kChar, kWord };
+enum class TieEmbeddings { kNone, kDecoder, kAll };
+enum class Positional { kSinusoidal, kLearned };
+enum class Norm { kPost, kPre };
+enum class RnnCell { kGru, kLstm };
+enum class RnnAttentionKind { kBahdanau, kLuongDot, kLuongGeneral };
+// What train.precision and --precision ask for; model/device.h resolves it on a device.
+enum class PrecisionSetting { kFp32, kBf16, kFp16, kAuto };
+enum class LrSchedule { kNoam, kInverseSqrt, kConstant };
+enum class BestMetric { kBleu, kChrf, kLoss };
+
+// BLEU and chrF improve upwards, the loss downwards.
+inline bool higher_is_better(BestMetric m) { return m != BestMetric::kLoss; }
+
+// The JSON spelling of a choice ("transformer").
+template <class E>
+const char* name_of(E value);
+// The choice spelled `text`; throws Error "WHAT: must be one of "a", "b", got "x"".
+template <class E>
+E parse_choice(const std::string& text, const std::string& what);
+// Every spelling of E, in order: "a", "b" (for messages and help).
+template <class E>
+std::string choice_list();
+
 // A length of time. In JSON a number of seconds or a string of numbers with units, as in "90s",
 // "45m", "2h", "1h30m" or "1.5d" (parse_duration).
 struct Duration {
@@ -45,7 +72,7 @@ std::vector<CorpusConfig> training_corpora(const DataConfig& data);
 struct VocabConfig {
   bool joint = true;                      // one SentencePiece model for both languages
   int64_t size = 8000;                    // vocabulary size when training a model
-  std::string model_type = "unigram";     // unigram | bpe | char | word
+  VocabType model_type = VocabType::kUnigram;  // unigram | bpe | char | word
   double character_coverage = 1.0;        // share of characters the model must cover
   int64_t input_sentence_size = 2000000;  // sentences sampled to train the vocabulary
   std::string model;      // existing joint model (.model); "" = train one into the run dir
@@ -55,19 +82,19 @@ struct VocabConfig {
 
 // The recurrent encoder-decoder's own keys (model.rnn, used when model.arch = "rnn").
 struct RnnConfig {
-  std::string cell = "gru";            // gru | lstm
+  RnnCell cell = RnnCell::kGru;        // gru | lstm
   int64_t hidden = 512;                // decoder state width = both encoder directions together
   int64_t layers = 1;                  // encoder and decoder depth
-  std::string attention = "bahdanau";  // bahdanau | luong_dot | luong_general
+  RnnAttentionKind attention = RnnAttentionKind::kBahdanau;  // bahdanau | luong_dot | luong_general
 };
 
 struct ModelConfig {
-  std::string arch = "transformer";  // model family: transformer | rnn
+  Arch arch = Arch::kTransformer;  // model family: transformer | rnn
   // Shared by both families.
   int64_t d_model = 512;         // width of embeddings (and, for rnn, of the attentional vector)
   double dropout = 0.1;          // dropout on embeddings and outputs of blocks / layers
   int64_t max_positions = 1024;  // longest sequence the model takes
-  std::string tie_embeddings = "all";  // none | decoder (input/output) | all (needs joint vocab)
+  TieEmbeddings tie_embeddings = TieEmbeddings::kAll;  // none | decoder | all (joint vocab)
   // Transformer only.
   int64_t heads = 8;                      // attention heads; must divide d_model
   int64_t encoder_layers = 6;             // encoder depth
@@ -75,8 +102,8 @@ struct ModelConfig {
   int64_t d_ff = 2048;                    // inner width of the feed-forward blocks
   double attention_dropout = 0.1;         // dropout on attention weights
   double activation_dropout = -1.0;       // dropout on the feed-forward ReLU (-1 = dropout)
-  std::string positional = "sinusoidal";  // sinusoidal | learned
-  std::string norm = "post";              // post (the paper's) | pre (with a final LayerNorm)
+  Positional positional = Positional::kSinusoidal;  // sinusoidal | learned
+  Norm norm = Norm::kPost;  // post (the paper's) | pre (with a final LayerNorm)
   // RNN only.
   RnnConfig rnn;
 };
@@ -88,7 +115,7 @@ struct TrainConfig {
   int64_t seed = 1;        // seed for initialisation, shuffling and dropout
   int64_t threads = 0;     // intra-op CPU threads (0 = all cores)
   std::string device = "auto";       // auto (CUDA when available, else CPU) | cpu | cuda | cuda:N
-  std::string precision = "fp32";    // fp32 | bf16 | fp16 | auto (bf16 where the CPU has it)
+  PrecisionSetting precision = PrecisionSetting::kFp32;  // fp32 | bf16 | fp16 | auto
   int64_t log_every = 100;           // steps between log lines and metrics.jsonl rows
   int64_t save_every = 1000;         // steps between checkpoints (a final one is always written)
   int64_t keep_last = 5;             // checkpoints kept in DIR/checkpoints
@@ -96,7 +123,7 @@ struct TrainConfig {
   bool average_best = false;         // average the best average_last by validation, not the newest
   int64_t batch_tokens = 4096;       // token budget of a batch: rows x padded width
   int64_t accum_steps = 1;           // batches whose gradients are summed per optimizer step
-  std::string lr_schedule = "noam";  // noam | inverse_sqrt | constant (train/schedule.h)
+  LrSchedule lr_schedule = LrSchedule::kNoam;  // noam | inverse_sqrt | constant
   int64_t warmup_steps = 4000;       // warm-up steps of every schedule
   double lr_factor = 1.0;            // Noam scale: lr = factor * d^-0.5 * min(s^-0.5, s * w^-1.5)
   double lr = 5e-4;                  // peak rate of inverse_sqrt and constant
@@ -108,7 +135,7 @@ struct TrainConfig {
   double clip_norm = 1.0;            // global gradient-norm clip (0 = off)
   int64_t valid_every = 0;           // steps between validation passes (0 = only at the end)
   int64_t valid_beam = 1;            // beam size for validation BLEU (1 = greedy)
-  std::string best_metric = "bleu";  // bleu | chrf | loss: what picks DIR/checkpoints/best
+  BestMetric best_metric = BestMetric::kBleu;  // bleu | chrf | loss: picks checkpoints/best
   int64_t patience = 0;        // stop after this many validations without improvement (0 = off)
   int64_t max_bad_steps = 5;   // stop after this many non-finite steps in a row (each skipped)
   bool auto_resume = true;     // under torchrun: resume from the run's newest checkpoint if any

@@ -43,7 +43,7 @@ json filters_json(const DataConfig& d) {
 json vocab_training_json(const VocabConfig& v) {
   return {{"joint", v.joint},
           {"size", v.size},
-          {"model_type", v.model_type},
+          {"model_type", name_of(v.model_type)},
           {"character_coverage", v.character_coverage},
           {"input_sentence_size", v.input_sentence_size},
           {"src_model", v.src_model},
@@ -99,10 +99,10 @@ SentencePiece train_one(const Config& c, const std::vector<std::string>& files,
       if (usable_line(line)) sample.offer(line);
   }
   spdlog::info("training SentencePiece {} vocabulary of {} on {} of {} lines -> {}",
-               c.vocab.model_type, c.vocab.size, sample.size(), sample.seen(), name);
+               name_of(c.vocab.model_type), c.vocab.size, sample.size(), sample.seen(), name);
   SpmTrainOptions o;
   o.vocab_size = c.vocab.size;
-  o.model_type = c.vocab.model_type;
+  o.model_type = name_of(c.vocab.model_type);
   o.character_coverage = c.vocab.character_coverage;
   o.input_sentence_size = c.vocab.input_sentence_size;
   o.threads = threads;

@@ -1,5 +1,7 @@
 #include "model/device.h"
 
+#include <spdlog/spdlog.h>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <torch/cuda.h>
@@ -83,26 +85,19 @@ void set_cuda_generator_states(const std::vector<torch::Tensor>& states) {
     with_cuda_generator(i, [&](at::Generator& gen) { gen.set_state(states[i]); });
 }
 
-Precision parse_precision(const std::string& name, const torch::Device& device,
-                          const std::string& what) {
-  Precision p;
-  if (name == "fp32")
-    p = Precision::kFp32;
-  else if (name == "bf16")
-    p = Precision::kBf16;
-  else if (name == "fp16")
-    p = Precision::kFp16;
-  else if (name == "auto")
+Precision resolve_precision(PrecisionSetting setting, const torch::Device& device,
+                            const std::string& what) {
+  if (setting == PrecisionSetting::kAuto)
     return device.is_cpu() && have_bf16_gemm() ? Precision::kBf16 : Precision::kFp32;
-  else
-    throw Error(what + ": unknown precision \"" + name + "\" (fp32, bf16, fp16 or auto)");
-  if (p == Precision::kFp16 && !device.is_cuda())
+  if (setting == PrecisionSetting::kFp16 && !device.is_cuda())
     throw Error(what + " fp16 runs on CUDA only (autocast); on " + device.str() +
                 " use fp32 or bf16");
-  if (p == Precision::kBf16 && device.is_cpu() && !have_bf16_gemm())
+  if (setting == PrecisionSetting::kBf16 && device.is_cpu() && !have_bf16_gemm())
     throw Error(what + " bf16 on the CPU multiplies in bfloat16, but " + bf16_gemm_missing() +
                 "; use fp32");
-  return p;
+  return setting == PrecisionSetting::kBf16   ? Precision::kBf16
+         : setting == PrecisionSetting::kFp16 ? Precision::kFp16
+                                              : Precision::kFp32;
 }
 
 const char* precision_name(Precision precision) {
@@ -116,18 +111,26 @@ const char* precision_name(Precision precision) {
   }
 }
 
-std::string describe_precision(const std::string& name, Precision precision,
+std::string describe_precision(PrecisionSetting setting, Precision precision,
                                const torch::Device& device) {
   const std::string chosen = precision_name(precision);
-  if (name != "auto") return chosen;
+  if (setting != PrecisionSetting::kAuto) return chosen;
   if (!device.is_cpu()) return chosen + " (auto: float32 on CUDA)";
   if (precision == Precision::kBf16) return chosen + " (auto: this CPU multiplies bfloat16)";
   return chosen + " (auto: " + bf16_gemm_missing() + ")";
 }
 
+void log_device_and_precision(const std::string& prefix, const torch::Device& device,
+                              PrecisionSetting setting, Precision precision) {
+  spdlog::info("{}device {}, precision {}", prefix, describe_device(device),
+               describe_precision(setting, precision, device));
+  if (device.is_cpu())
+    spdlog::info("GEMM backend: {}", gemm_backend_description(precision == Precision::kBf16));
+}
+
 AutocastGuard::AutocastGuard(const torch::Device& device, Precision precision) {
   if (precision == Precision::kFp32) return;
-  if (device.is_cpu()) {  // parse_precision let only bf16 through
+  if (device.is_cpu()) {  // resolve_precision let only bf16 through
     cpu_bf16_ = std::make_unique<Bf16ProductsGuard>();
     return;
   }

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "config/config.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,16 +41,21 @@ enum class Precision {
   kFp16,  // CUDA autocast to float16 (training adds dynamic loss scaling)
 };
 
-// "fp32", "bf16", "fp16" or "auto"; throws Error naming `what` otherwise, for fp16 off CUDA, and
-// for bf16 on a CPU without native bfloat16 products (util/blas.h's have_bf16_gemm). "auto" is
-// bf16 on a CPU with them and fp32 elsewhere: CUDA included, where bf16 autocast trained and
-// decoded slower than fp32 at the recipes' 4,096-token batches (docs/gpu.md).
-Precision parse_precision(const std::string& name, const torch::Device& device,
-                          const std::string& what);
+// The precision `setting` (train.precision, --precision) comes to on `device`; throws Error
+// naming `what` for fp16 off CUDA and for bf16 on a CPU without native bfloat16 products
+// (util/blas.h's have_bf16_gemm). auto is bf16 on a CPU with them and fp32 elsewhere: CUDA
+// included, where bf16 autocast trained and decoded slower than fp32 at the recipes' 4,096-token
+// batches (docs/gpu.md).
+Precision resolve_precision(PrecisionSetting setting, const torch::Device& device,
+                            const std::string& what);
 const char* precision_name(Precision precision);
-// For the log: "bf16", or for "auto" what it chose and why, "bf16 (auto: ...)".
-std::string describe_precision(const std::string& name, Precision precision,
+// For the log: "bf16", or for auto what it chose and why, "bf16 (auto: ...)".
+std::string describe_precision(PrecisionSetting setting, Precision precision,
                                const torch::Device& device);
+// The one log line of a command's device and precision ("PREFIX" + "device cpu (2 threads),
+// precision bf16 (auto: ...)") and, on the CPU, the GEMM backend's line: train and decode alike.
+void log_device_and_precision(const std::string& prefix, const torch::Device& device,
+                              PrecisionSetting setting, Precision precision);
 
 class Bf16ProductsGuard;
 

@@ -25,9 +25,9 @@ torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor
   return torch::softmax(scores + bias.squeeze(1), -1);
 }
 
-StackedCellsImpl::StackedCellsImpl(const std::string& cell, int64_t input, int64_t hidden,
-                                   int64_t layers, double dropout)
-    : lstm_(cell == "lstm"), dropout_(dropout) {
+StackedCellsImpl::StackedCellsImpl(RnnCell cell, int64_t input, int64_t hidden, int64_t layers,
+                                   double dropout)
+    : lstm_(cell == RnnCell::kLstm), dropout_(dropout) {
   const int64_t gates = (lstm_ ? 4 : 3) * hidden;
   // torch.nn.GRU / LSTM's initialisation: U(-1/sqrt(hidden), 1/sqrt(hidden)) for every tensor.
   const double bound = 1.0 / std::sqrt(static_cast<double>(hidden));
@@ -86,15 +86,13 @@ torch::Tensor StackedCellsImpl::step(const torch::Tensor& gates0, const torch::T
   return hs.back();
 }
 
-RnnAttentionImpl::RnnAttentionImpl(const std::string& kind, int64_t hidden) {
-  if (kind == "bahdanau") {
+RnnAttentionImpl::RnnAttentionImpl(RnnAttentionKind kind, int64_t hidden) {
+  if (kind == RnnAttentionKind::kBahdanau) {
     query_ = register_module("query", xavier_linear(hidden, hidden));
     key_ = register_module("key", xavier_linear(hidden, hidden, false));
     v_ = register_module("v", xavier_linear(hidden, 1, false));
-  } else if (kind == "luong_general") {
+  } else if (kind == RnnAttentionKind::kLuongGeneral) {
     key_ = register_module("key", xavier_linear(hidden, hidden, false));
-  } else if (kind != "luong_dot") {
-    throw Error("model.rnn.attention: unknown kind \"" + kind + "\"");
   }
 }
 
@@ -134,7 +132,7 @@ RnnImpl::RnnImpl(const ModelConfig& c, int64_t src_vocab, int64_t tgt_vocab) : S
   if (r.hidden % 2 != 0) throw Error("model.rnn.hidden must be even");
   register_embeddings(src_vocab, tgt_vocab);
   const double between = r.layers > 1 ? c.dropout : 0.0;
-  if (r.cell == "lstm")
+  if (r.cell == RnnCell::kLstm)
     encoder_lstm_ =
         register_module("encoder", torch::nn::LSTM(torch::nn::LSTMOptions(c.d_model, r.hidden / 2)
                                                        .num_layers(r.layers)
@@ -149,7 +147,7 @@ RnnImpl::RnnImpl(const ModelConfig& c, int64_t src_vocab, int64_t tgt_vocab) : S
                                                       .batch_first(true)
                                                       .dropout(between)));
   bridge_ = register_module("bridge", xavier_linear(r.hidden, r.hidden));
-  if (r.cell == "lstm")
+  if (r.cell == RnnCell::kLstm)
     bridge_cell_ = register_module("bridge_cell", xavier_linear(r.hidden, r.hidden));
   decoder_ = register_module("decoder",
                              StackedCells(r.cell, 2 * c.d_model, r.hidden, r.layers, c.dropout));

@@ -36,7 +36,7 @@ torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor
 // parameters (names, shapes, gate order and initialisation) of torch.nn.GRU / LSTM.
 class StackedCellsImpl : public torch::nn::Module {
  public:
-  StackedCellsImpl(const std::string& cell, int64_t input, int64_t hidden, int64_t layers,
+  StackedCellsImpl(RnnCell cell, int64_t input, int64_t hidden, int64_t layers,
                    double dropout);
   // Layer 0's input-side gate pre-activations x W_ih[:, :width]^T + b_ih for the first `width`
   // input columns, any leading shape: computed once for a whole target sequence.
@@ -60,7 +60,7 @@ TORCH_MODULE(StackedCells);
 // The attention of the decoder: scores of one kind, keys precomputed once per sentence.
 class RnnAttentionImpl : public torch::nn::Module {
  public:
-  RnnAttentionImpl(const std::string& kind, int64_t hidden);
+  RnnAttentionImpl(RnnAttentionKind kind, int64_t hidden);
   // What the scores compare the queries with, [B, S, H], from the memory [B, S, H].
   torch::Tensor keys(const torch::Tensor& memory);
   // Context [N, H] and weights [N, S] for queries [N, H] (groups of N / B consecutive rows

@@ -60,13 +60,13 @@ void check_length(int64_t length, int64_t max_positions) {
 
 void Seq2SeqImpl::register_embeddings(int64_t src_vocab, int64_t tgt_vocab) {
   const ModelConfig& c = config_;
-  if (c.tie_embeddings == "all" && src_vocab != tgt_vocab)
+  if (c.tie_embeddings == TieEmbeddings::kAll && src_vocab != tgt_vocab)
     throw Error("tie_embeddings=all needs one vocabulary");
   src_embed_ = register_module("src_embed", normal_embedding(src_vocab, c.d_model));
-  tgt_embed_ = c.tie_embeddings == "all"
+  tgt_embed_ = c.tie_embeddings == TieEmbeddings::kAll
                    ? src_embed_
                    : register_module("tgt_embed", normal_embedding(tgt_vocab, c.d_model));
-  if (c.tie_embeddings == "none")
+  if (c.tie_embeddings == TieEmbeddings::kNone)
     out_proj_ = register_module("out_proj", xavier_linear(c.d_model, tgt_vocab, false));
 }
 
@@ -123,13 +123,13 @@ bool Seq2SeqImpl::is_derived(const std::string& name) const {
 }
 
 Seq2Seq make_model(const ModelConfig& config, int64_t src_vocab, int64_t tgt_vocab) {
-  if (config.arch == "transformer")
+  if (config.arch == Arch::kTransformer)
     return Seq2Seq(std::shared_ptr<Seq2SeqImpl>(
         std::make_shared<TransformerImpl>(config, src_vocab, tgt_vocab)));
-  if (config.arch == "rnn")
+  if (config.arch == Arch::kRnn)
     return Seq2Seq(
         std::shared_ptr<Seq2SeqImpl>(std::make_shared<RnnImpl>(config, src_vocab, tgt_vocab)));
-  throw Error("model.arch: unknown architecture \"" + config.arch + "\"");
+  throw Error(std::string("model.arch: unknown architecture \"") + name_of(config.arch) + "\"");
 }
 
 }  // namespace nmt

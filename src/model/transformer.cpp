@@ -120,7 +120,7 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c)
-    : pre_norm_(c.norm == "pre"), dropout_(c.dropout) {
+    : pre_norm_(c.norm == Norm::kPre), dropout_(c.dropout) {
   self_attn_ = register_module("self_attn",
                                MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
   self_attn_norm_ = register_module("self_attn_norm", layer_norm(c.d_model));
@@ -137,7 +137,7 @@ torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c)
-    : pre_norm_(c.norm == "pre"), dropout_(c.dropout) {
+    : pre_norm_(c.norm == Norm::kPre), dropout_(c.dropout) {
   self_attn_ = register_module("self_attn",
                                MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
   self_attn_norm_ = register_module("self_attn_norm", layer_norm(c.d_model));
@@ -219,7 +219,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_
     : Seq2SeqImpl(c), scale_(std::sqrt(static_cast<double>(c.d_model))) {
   // N(0, d^-1/2): after the sqrt(d) scale the embeddings have unit variance.
   register_embeddings(src_vocab, tgt_vocab);
-  if (c.positional == "learned") {
+  if (c.positional == Positional::kLearned) {
     src_pos_ = register_module("src_pos", normal_embedding(c.max_positions, c.d_model));
     tgt_pos_ = register_module("tgt_pos", normal_embedding(c.max_positions, c.d_model));
   } else {
@@ -229,7 +229,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& c, int64_t src_vocab, int64_
   for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_->push_back(EncoderLayer(c));
   decoder_ = register_module("decoder", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.decoder_layers; ++i) decoder_->push_back(DecoderLayer(c));
-  if (c.norm == "pre") {
+  if (c.norm == Norm::kPre) {
     encoder_norm_ = register_module("encoder_norm", layer_norm(c.d_model));
     decoder_norm_ = register_module("decoder_norm", layer_norm(c.d_model));
   }

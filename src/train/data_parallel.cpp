@@ -122,7 +122,7 @@ uint64_t weights_hash(const std::vector<torch::Tensor>& params) {
   return h;
 }
 
-std::vector<int64_t> gather_hashes(ProcessGroup& group, uint64_t h) {
+std::vector<int64_t> gather_hashes(Group& group, uint64_t h) {
   int64_t v;
   std::memcpy(&v, &h, sizeof v);
   std::vector<int64_t> out;
@@ -132,12 +132,13 @@ std::vector<int64_t> gather_hashes(ProcessGroup& group, uint64_t h) {
 }
 }  // namespace
 
-void broadcast_parameters(ProcessGroup& group, const std::vector<torch::Tensor>& params) {
+void broadcast_parameters(Group& group, const std::vector<torch::Tensor>& params) {
+  if (group.size() == 1) return;  // the one process's weights are rank 0's
   group.broadcast(params, 0);
   check_replicas(group, params, "after the initial broadcast");
 }
 
-void check_replicas(ProcessGroup& group, const std::vector<torch::Tensor>& params,
+void check_replicas(Group& group, const std::vector<torch::Tensor>& params,
                     const std::string& when) {
   const auto all = gather_hashes(group, weights_hash(params));
   for (size_t r = 1; r < all.size(); ++r)
@@ -145,7 +146,7 @@ void check_replicas(ProcessGroup& group, const std::vector<torch::Tensor>& param
       throw Error("rank " + std::to_string(r) + "'s weights differ from rank 0's " + when);
 }
 
-void check_same_on_all_ranks(ProcessGroup& group, const std::string& text,
+void check_same_on_all_ranks(Group& group, const std::string& text,
                              const std::string& what) {
   const auto all = gather_hashes(group, std::hash<std::string>{}(text));
   for (size_t r = 1; r < all.size(); ++r)
@@ -154,7 +155,8 @@ void check_same_on_all_ranks(ProcessGroup& group, const std::string& text,
                   "rank must be started with the same " + what);
 }
 
-void check_shared_run_dir(ProcessGroup& group, const std::string& run_dir) {
+void check_shared_run_dir(Group& group, const std::string& run_dir) {
+  if (group.size() == 1) return;
   const std::string path = run_dir + "/.rank0_token";
   std::string token;
   if (group.rank() == 0) {

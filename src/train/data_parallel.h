@@ -47,20 +47,20 @@ class DataParallelSync : public GradientSync {
 };
 
 // Rank 0's weights on every rank, then a check that they are equal everywhere.
-void broadcast_parameters(ProcessGroup& group, const std::vector<torch::Tensor>& params);
+void broadcast_parameters(Group& group, const std::vector<torch::Tensor>& params);
 
 // Throws Error unless every rank's weights are bitwise rank 0's; `when` ends the message.
-void check_replicas(ProcessGroup& group, const std::vector<torch::Tensor>& params,
+void check_replicas(Group& group, const std::vector<torch::Tensor>& params,
                     const std::string& when);
 
 // Throws Error when `text` (a config, a world size) differs between ranks, naming `what`.
-void check_same_on_all_ranks(ProcessGroup& group, const std::string& text, const std::string& what);
+void check_same_on_all_ranks(Group& group, const std::string& text, const std::string& what);
 
 // Rank 0 writes the run directory and the other ranks read it (the vocabulary, the checkpoint
 // to resume from), so every rank's --run-dir must be that one directory, on a file system all
 // machines share. Rank 0 leaves a new token there (.rank0_token) and posts it to the store; every
 // other rank must read the same token in its own run_dir, or throws Error saying why. Called by
 // every rank, by rank 0 after it has written the directory.
-void check_shared_run_dir(ProcessGroup& group, const std::string& run_dir);
+void check_shared_run_dir(Group& group, const std::string& run_dir);
 
 }  // namespace nmt

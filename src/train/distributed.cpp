@@ -1,5 +1,7 @@
 #include "train/distributed.h"
 
+#include <spdlog/spdlog.h>
+
 #include <torch/version.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -9,13 +11,6 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +20,8 @@
 #include <cstring>
 #include <thread>
 
+#include "train/data_parallel.h"
+#include "util/net.h"
 #include "util/util.h"
 
 // Each backend where its headers were found at configure time (CMakeLists.txt).
@@ -105,13 +102,6 @@ bool cpu_groups_available() {
 #endif
 }
 
-bool is_loopback_address(const std::string& addr) {
-  std::string a = addr;
-  std::transform(a.begin(), a.end(), a.begin(), [](unsigned char c) { return std::tolower(c); });
-  const auto starts = [&](const char* prefix) { return a.rfind(prefix, 0) == 0; };
-  return a == "localhost" || starts("127.") || a == "::1" || starts("::ffff:127.");
-}
-
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Collectives> pg;
@@ -150,63 +140,6 @@ std::string text_at(c10d::Store& store, const std::string& key) {
 const std::string kAddressKey = "nmt/gloo_address/";
 
 #ifdef NMT_WITH_GLOO
-// The text form of an IPv4 or IPv6 socket address ("" for other families).
-std::string ip_text(const sockaddr* a) {
-  char text[INET6_ADDRSTRLEN] = {};
-  const void* ip = nullptr;
-  if (a->sa_family == AF_INET) ip = &reinterpret_cast<const sockaddr_in*>(a)->sin_addr;
-  if (a->sa_family == AF_INET6) ip = &reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr;
-  if (ip == nullptr || ::inet_ntop(a->sa_family, ip, text, sizeof(text)) == nullptr) return "";
-  return text;
-}
-
-// The address this machine sends from to reach host:port (the source address of its route),
-// or "" when there is none. Of the addresses a name resolves to (127.0.1.1 and the real one, on
-// the machine it names), the first reached from a non-loopback address wins. Connecting a UDP
-// socket sends nothing: it only chooses the route.
-std::string address_towards(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return "";
-  std::string local;
-  for (const addrinfo* a = found; a != nullptr && (local.empty() || is_loopback_address(local));
-       a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-    if (fd < 0) continue;
-    sockaddr_storage self{};
-    socklen_t size = sizeof(self);
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &size) == 0)
-      if (const auto ip = ip_text(reinterpret_cast<const sockaddr*>(&self));
-          local.empty() || !is_loopback_address(ip))
-        local = ip;
-    ::close(fd);
-  }
-  ::freeaddrinfo(found);
-  return local;
-}
-
-// The name of the first interface that is up and not a loopback, one with IPv4 before one with
-// only IPv6 (link-local left out), as NCCL chooses by default; "" when there is none.
-std::string first_network_interface() {
-  ifaddrs* all = nullptr;
-  if (::getifaddrs(&all) != 0) return "";
-  std::string v4, v6;
-  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || (i->ifa_flags & IFF_UP) == 0 ||
-        (i->ifa_flags & IFF_LOOPBACK) != 0)
-      continue;
-    const std::string ip = ip_text(i->ifa_addr);
-    if (i->ifa_addr->sa_family == AF_INET && v4.empty()) v4 = i->ifa_name;
-    if (i->ifa_addr->sa_family == AF_INET6 && v6.empty() && ip.rfind("fe80", 0) != 0)
-      v6 = i->ifa_name;
-  }
-  ::freeifaddrs(all);
-  return v4.empty() ? v6 : v4;
-}
-
 // Gloo's network device. torch.distributed's default is the address the host name resolves to,
 // which on many machines (Debian's /etc/hosts among them: 127.0.1.1) is a loopback address:
 // the ranks on other machines are then told to connect to 127.x and cannot. nmt takes the
@@ -243,79 +176,6 @@ std::string device_ip(const std::string& description) {
   const auto end = description.find(']', begin);
   if (begin == std::string::npos || end == std::string::npos) return "";
   return description.substr(begin + 6, end - begin - 6);
-}
-
-// A socket listening on `ip` at a port of the kernel's choosing, closed with the object.
-class Listener {
- public:
-  explicit Listener(const std::string& ip) {
-    sockaddr_storage a{};
-    socklen_t size = 0;
-    if (!to_sockaddr(ip, 0, a, size)) return;
-    fd_ = ::socket(a.ss_family, SOCK_STREAM, 0);
-    if (fd_ < 0) return;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), size) != 0 || ::listen(fd_, 16) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &size) != 0)
-      return;
-    port_ = ntohs(a.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&a)->sin_port
-                                         : reinterpret_cast<sockaddr_in6*>(&a)->sin6_port);
-  }
-  ~Listener() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Listener(const Listener&) = delete;
-  Listener& operator=(const Listener&) = delete;
-  int port() const { return port_; }  // 0: could not listen there
-
-  static bool to_sockaddr(const std::string& ip, int port, sockaddr_storage& a, socklen_t& size) {
-    auto* v4 = reinterpret_cast<sockaddr_in*>(&a);
-    auto* v6 = reinterpret_cast<sockaddr_in6*>(&a);
-    if (::inet_pton(AF_INET, ip.c_str(), &v4->sin_addr) == 1) {
-      v4->sin_family = AF_INET;
-      v4->sin_port = htons(static_cast<uint16_t>(port));
-      size = sizeof(sockaddr_in);
-      return true;
-    }
-    if (::inet_pton(AF_INET6, ip.c_str(), &v6->sin6_addr) == 1) {
-      v6->sin6_family = AF_INET6;
-      v6->sin6_port = htons(static_cast<uint16_t>(port));
-      size = sizeof(sockaddr_in6);
-      return true;
-    }
-    return false;
-  }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
-
-// "" when a TCP connection to ip:port opens within `timeout`, else why not.
-std::string try_connect(const std::string& ip, int port, std::chrono::seconds timeout) {
-  sockaddr_storage a{};
-  socklen_t size = 0;
-  if (!Listener::to_sockaddr(ip, port, a, size)) return "not an IP address";
-  const int fd = ::socket(a.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  if (fd < 0) return std::strerror(errno);
-  std::string why;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), size) != 0) {
-    if (errno != EINPROGRESS) {
-      why = std::strerror(errno);
-    } else {
-      pollfd p{fd, POLLOUT, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(timeout.count() * 1000));
-      int err = 0;
-      socklen_t len = sizeof(err);
-      if (ready == 0)
-        why = "no answer within " + std::to_string(timeout.count()) + " s";
-      else if (ready < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-        why = std::strerror(errno);
-      else if (err != 0)
-        why = std::strerror(err);
-    }
-  }
-  ::close(fd);
-  return why;
 }
 
 // Gloo waits 5 x its timeout for its first connections, so a rank whose Gloo address the others
@@ -423,6 +283,7 @@ void check_world_size(c10d::Store& store, const LaunchEnv& env, std::chrono::sec
 ProcessGroup::ProcessGroup(const LaunchEnv& env, const torch::Device& device,
                            std::chrono::seconds timeout)
     : impl_(std::make_unique<Impl>()), rank_(env.rank), size_(env.world_size), device_(device) {
+  env_ = env;
   agent_store_ = env.agent_store;
   const std::string endpoint = env.master_addr + ":" + std::to_string(env.master_port);
   const auto started = std::chrono::steady_clock::now();
@@ -576,6 +437,29 @@ void ProcessGroup::wait_for_rank0(const std::string& key) {
   } catch (const std::exception& e) {
     fail("waiting for rank 0 (" + key + ")", e);
   }
+}
+
+std::unique_ptr<GradientSync> ProcessGroup::gradient_sync(std::vector<torch::Tensor> params) {
+  return std::make_unique<DataParallelSync>(*this, std::move(params));
+}
+
+void ProcessGroup::log_members() {
+  spdlog::info("data-parallel: {} process{} ({}), this is rank {}, store {}:{}{}", size_,
+               size_ == 1 ? "" : "es", backend_, rank_, env_.master_addr, env_.master_port,
+               env_.under_torchrun ? ", launched by torchrun" : "");
+  if (rank_ != 0) return;
+  const auto all = addresses();
+  for (size_t r = 0; r < all.size(); ++r) spdlog::info("gloo: rank {} at {}", r, all[r]);
+}
+
+std::unique_ptr<GradientSync> LocalGroup::gradient_sync(std::vector<torch::Tensor>) {
+  return std::make_unique<GradientSync>();
+}
+
+std::unique_ptr<Group> make_group(const LaunchEnv& env, const torch::Device& device,
+                                  std::chrono::seconds timeout) {
+  if (!env.distributed()) return std::make_unique<LocalGroup>();
+  return std::make_unique<ProcessGroup>(env, device, timeout);
 }
 
 std::string ProcessGroup::lost_ranks() {

@@ -30,10 +30,6 @@ struct LaunchEnv {
   bool distributed() const { return world_size > 1 || !master_addr.empty(); }
 };
 
-// Whether a MASTER_ADDR or a socket's address is this machine's loopback: "localhost", 127.x,
-// ::1, and 127.x mapped into IPv6 (::ffff:127.x, as a dual-stack socket reports it).
-bool is_loopback_address(const std::string& addr);
-
 // Whether this build forms groups on the CPU: Gloo is built where its headers were found, and
 // never against a CUDA LibTorch (pip's ships none), where groups are NCCL's, on GPUs.
 bool cpu_groups_available();
@@ -42,10 +38,60 @@ bool cpu_groups_available();
 // missing or malformed (a RANK without WORLD_SIZE, a rank outside [0, WORLD_SIZE), ...).
 LaunchEnv read_launch_env();
 
-// One process's membership of the group. Every call is a collective: all ranks make the same
-// calls in the same order. A rank that dies or stops answering makes the others' calls throw
-// Error within the timeout.
-class ProcessGroup {
+class GradientSync;
+
+// The processes that train together, one of them this one. A single process is a group of one
+// (LocalGroup), so training code has one path. Every call is a collective: all ranks make the
+// same calls in the same order.
+class Group {
+ public:
+  virtual ~Group() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // The element-wise sums over ranks of host values (one small all-reduce).
+  virtual std::vector<double> sum(const std::vector<double>& values) = 0;
+  // Copies root's tensors into every rank's (in place; same shapes everywhere).
+  virtual void broadcast(std::vector<torch::Tensor> tensors, int root) = 0;
+  // Every rank's `t` (same shape everywhere), in rank order, on the CPU.
+  virtual std::vector<torch::Tensor> all_gather(const torch::Tensor& t) = 0;
+  // Rank 0 returns at once; the others wait, with no time limit, until rank 0 has called it
+  // with the same key: for work only rank 0 does and whose length nobody can bound (preparing a
+  // corpus). A rank 0 that dies ends the wait with an Error: its store goes with it, or the
+  // launcher stops the group.
+  virtual void wait_for_rank0(const std::string& key) = 0;
+  // Rank 0's `value` on every rank (the others' `value` is not read).
+  virtual std::string from_rank0(const std::string& key, const std::string& value) = 0;
+  // The step this rank is at, for error messages.
+  virtual void set_step(int64_t step) = 0;
+  // How a step's gradients become the same on every rank (nothing to do for one process).
+  virtual std::unique_ptr<GradientSync> gradient_sync(std::vector<torch::Tensor> params) = 0;
+  // Logs the group's make-up (rank 0; nothing for one process).
+  virtual void log_members() = 0;
+};
+
+// One process.
+class LocalGroup : public Group {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::vector<double> sum(const std::vector<double>& values) override { return values; }
+  void broadcast(std::vector<torch::Tensor>, int) override {}
+  std::vector<torch::Tensor> all_gather(const torch::Tensor& t) override { return {t.cpu()}; }
+  void wait_for_rank0(const std::string&) override {}
+  std::string from_rank0(const std::string&, const std::string& value) override { return value; }
+  void set_step(int64_t) override {}
+  std::unique_ptr<GradientSync> gradient_sync(std::vector<torch::Tensor> params) override;
+  void log_members() override {}
+};
+
+// The group of this launch: a ProcessGroup when a launcher started several processes (or gave
+// one an address), else a LocalGroup.
+std::unique_ptr<Group> make_group(const LaunchEnv& env, const torch::Device& device,
+                                  std::chrono::seconds timeout);
+
+// One process's membership of a data-parallel group. A rank that dies or stops answering makes
+// the others' calls throw Error within the timeout.
+class ProcessGroup : public Group {
  public:
   // Rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 hosts the store unless torchrun's agent
   // does), then a Gloo (CPU device) or NCCL (CUDA device) group.
@@ -54,8 +100,8 @@ class ProcessGroup {
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
   const std::string& backend() const { return backend_; }
   // Where this rank's Gloo device listens, and why there ("" for NCCL).
   const std::string& address() const { return address_; }
@@ -72,25 +118,16 @@ class ProcessGroup {
   // Starts summing `t` (contiguous, on the group's device) in place over the ranks.
   std::unique_ptr<Pending> all_reduce_sum(torch::Tensor t);
 
-  // The element-wise sums over ranks of host values (one small all-reduce).
-  std::vector<double> sum(const std::vector<double>& values);
-  // Copies root's tensors into every rank's (in place; same shapes everywhere).
-  void broadcast(std::vector<torch::Tensor> tensors, int root);
-  // Every rank's `t` (same shape everywhere), in rank order, on the CPU.
-  std::vector<torch::Tensor> all_gather(const torch::Tensor& t);
+  std::vector<double> sum(const std::vector<double>& values) override;
+  void broadcast(std::vector<torch::Tensor> tensors, int root) override;
+  std::vector<torch::Tensor> all_gather(const torch::Tensor& t) override;
   void barrier();
-  // Rank 0's `value` on every rank (the others' `value` is not read), through the store: rank 0
-  // posts it under `key`, the others wait for it. One call per key.
-  std::string from_rank0(const std::string& key, const std::string& value);
-
-  // Rank 0 returns at once; the others wait, with no time limit, until rank 0 has called it
-  // with the same key: for work only rank 0 does and whose length nobody can bound (preparing a
-  // corpus). A rank 0 that dies ends the wait with an Error: its store goes with it, or the
-  // launcher stops the group.
-  void wait_for_rank0(const std::string& key);
-
-  // The step this rank is at, for error messages.
-  void set_step(int64_t step) { step_ = step; }
+  // Through the store: rank 0 posts it under `key`, the others wait for it. One call per key.
+  std::string from_rank0(const std::string& key, const std::string& value) override;
+  void wait_for_rank0(const std::string& key) override;
+  void set_step(int64_t step) override { step_ = step; }
+  std::unique_ptr<GradientSync> gradient_sync(std::vector<torch::Tensor> params) override;
+  void log_members() override;
 
   // Throws Error for a failed collective: "rank R: lost rank(s) L during WHAT at step S: ...".
   [[noreturn]] void fail(const std::string& what, const std::exception& e);
@@ -99,6 +136,7 @@ class ProcessGroup {
   // After a failed collective every live rank signs in at the store; the ranks that do not
   // within a few seconds are the lost ones.
   std::string lost_ranks();
+  LaunchEnv env_;
   int64_t step_ = 0;
   bool agent_store_ = false;
   struct Impl;

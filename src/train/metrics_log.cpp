@@ -1,5 +1,7 @@
 #include "train/metrics_log.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cmath>
 
@@ -151,6 +153,14 @@ MetricsFile::MetricsFile(std::string path, int64_t keep_through_step) : path_(st
 void MetricsFile::write(const json& row) {
   out_.write(row.dump() + "\n");
   out_.flush();
+}
+
+std::string progress_line(int64_t step, int64_t epoch, double loss, double lr, double eta_seconds) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "step %lld | epoch %lld | loss %.3f | lr %.2e | ETA %s",
+                static_cast<long long>(step), static_cast<long long>(epoch), loss, lr,
+                format_duration(eta_seconds).c_str());
+  return buf;
 }
 
 }  // namespace nmt

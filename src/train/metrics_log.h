@@ -77,6 +77,10 @@ class Interval {
   int64_t src_cells_ = 0, tgt_cells_ = 0, src_tokens_ = 0, tgt_tokens_ = 0;
 };
 
+// The status line a terminal shows between log rows: "step 120 | epoch 1 | loss 3.142 |
+// lr 1.23e-04 | ETA 0:01:02".
+std::string progress_line(int64_t step, int64_t epoch, double loss, double lr, double eta_seconds);
+
 // Appends rows to DIR/metrics.jsonl, each written through at once (a failed write throws).
 class MetricsFile {
  public:

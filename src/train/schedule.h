@@ -53,8 +53,8 @@ inline double cooldown_factor(double progress, double share) {
 inline double learning_rate(const TrainConfig& tc, int64_t d_model, int64_t step,
                             double progress = 0.0) {
   const double f = cooldown_factor(progress, tc.cooldown);
-  if (tc.lr_schedule == "inverse_sqrt") return f * inverse_sqrt_lr(step, tc.warmup_steps, tc.lr);
-  if (tc.lr_schedule == "constant") return f * constant_lr(step, tc.warmup_steps, tc.lr);
+  if (tc.lr_schedule == LrSchedule::kInverseSqrt) return f * inverse_sqrt_lr(step, tc.warmup_steps, tc.lr);
+  if (tc.lr_schedule == LrSchedule::kConstant) return f * constant_lr(step, tc.warmup_steps, tc.lr);
   return f * noam_lr(step, d_model, tc.warmup_steps, tc.lr_factor);
 }
 

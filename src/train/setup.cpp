@@ -47,7 +47,7 @@ void check_resume_compatible(const Config& now, const Config& saved, const Train
       {"train.adam_beta2", str(a.adam_beta2), str(b.adam_beta2), false},
       {"train.adam_eps", str(a.adam_eps), str(b.adam_eps), false},
       {"train.warmup_steps", str(a.warmup_steps), str(b.warmup_steps), false},
-      {"train.lr_schedule", str(a.lr_schedule), str(b.lr_schedule), false},
+      {"train.lr_schedule", str(name_of(a.lr_schedule)), str(name_of(b.lr_schedule)), false},
       {"train.lr_factor", str(a.lr_factor), str(b.lr_factor), false},
       {"train.lr", str(a.lr), str(b.lr), false},
       {"train.cooldown", str(a.cooldown), str(b.cooldown), false},

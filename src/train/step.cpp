@@ -83,14 +83,26 @@ StepResult TrainStep::run(const std::vector<TensorBatch>& batches, double lr,
   // The loss is a sum over tokens; dividing it by the step's tokens (over all processes) makes
   // the update the gradient of the mean, whatever the accumulation or the number of processes.
   r.tgt_tokens = sync_->global_tokens(local_tokens);
-  const auto normaliser = static_cast<double>(r.tgt_tokens);
-  const bool fp16 = precision_ == Precision::kFp16;
-  const double loss_scale = fp16 ? scaler_.scale() : 1.0;
+  const double loss_scale = precision_ == Precision::kFp16 ? scaler_.scale() : 1.0;
   for (auto& group : optimizer_.param_groups()) group.options().set_lr(lr);
   optimizer_.zero_grad();
+  Passes p = forward_backward(batches, faults, static_cast<double>(r.tgt_tokens), loss_scale, r);
+  // Every process takes part in the gradient sums and in the step's sums, whatever happened to
+  // it: the others wait for its share.
+  auto t0 = Clock::now();
+  sync_->gradients_ready(params_);
+  r.times.sync = since(t0);
+  t0 = Clock::now();
+  const bool out_of_memory = sum_over_processes(p, loss_scale, r);
+  decide(out_of_memory, r);
+  r.times.update += since(t0);
+  return r;
+}
 
-  std::vector<torch::Tensor> losses, nlls;
-  bool out_of_memory = false;
+TrainStep::Passes TrainStep::forward_backward(const std::vector<TensorBatch>& batches,
+                                              const StepFaults& faults, double normaliser,
+                                              double loss_scale, StepResult& r) {
+  Passes p;
   try {
     for (size_t i = 0; i < batches.size(); ++i) {
       auto t0 = Clock::now();
@@ -113,99 +125,94 @@ StepResult TrainStep::run(const std::vector<TensorBatch>& batches, double lr,
       r.times.forward += since(t0);
       t0 = Clock::now();
       if (i + 1 == batches.size()) sync_->before_last_backward();
-      if (fp16)
+      if (precision_ == Precision::kFp16)
         (sums.loss * (loss_scale / normaliser)).backward();
       else
         (sums.loss / normaliser).backward();
       r.times.backward += since(t0);
-      losses.push_back(sums.loss.detach());
-      nlls.push_back(sums.nll.detach());
+      p.losses.push_back(sums.loss.detach());
+      p.nlls.push_back(sums.nll.detach());
     }
   } catch (const c10::Error& e) {
     if (!is_out_of_memory(e)) throw;
     // The failed pass's tensors are gone with the stack; drop the partial gradients and give
     // the cached blocks back so that the next batch starts from a clean allocator.
-    losses.clear();
-    nlls.clear();
+    p.losses.clear();
+    p.nlls.clear();
     optimizer_.zero_grad();
     release_cached_memory(device_);
     const std::string what = e.what_without_backtrace();
     r.error = what.substr(0, what.find('\n'));
-    out_of_memory = true;
+    p.out_of_memory = true;
   }
+  return p;
+}
 
-  // Every process takes part in the gradient sums and in the step's sums, whatever happened to
-  // it: the others wait for its share.
-  auto t0 = Clock::now();
-  sync_->gradients_ready(params_);
-  r.times.sync = since(t0);
-  t0 = Clock::now();
-  if (out_of_memory) {
+bool TrainStep::sum_over_processes(const Passes& p, double loss_scale, StepResult& r) {
+  if (p.out_of_memory) {
     std::vector<double> sums{0.0, 0.0, 1.0};
     sync_->sum(sums);
-  } else {
-    if (fp16) {
-      torch::NoGradGuard no_grad;
-      for (const auto& p : params_)
-        if (p.grad().defined()) p.grad().mul_(1.0 / loss_scale);
-    }
-    const auto norm_parts = clip_gradients(params_, config_.clip_norm);
-    // The step's one device-to-host copy: losses, NLLs and the gradient norm (or its parts).
-    const auto zero = torch::zeros({1}, torch::dtype(torch::kFloat).device(device_));
-    const auto host = torch::cat({losses.empty() ? zero : torch::stack(losses),
-                                  nlls.empty() ? zero : torch::stack(nlls), norm_parts})
-                          .to(torch::kCPU)
-                          .to(torch::kDouble);
-    const double* v = host.data_ptr<double>();
-    const size_t m = std::max<size_t>(1, losses.size());
-    for (size_t i = 0; i < m; ++i) {
-      r.loss += v[i];
-      r.nll += v[m + i];
-    }
-    if (config_.clip_norm > 0) {
-      r.grad_norm = v[2 * m];
-    } else {
-      double sq = 0;
-      for (int64_t i = static_cast<int64_t>(2 * m); i < host.numel(); ++i) sq += v[i];
-      r.grad_norm = std::sqrt(sq);
-    }
-    std::vector<double> sums{r.loss, r.nll, 0.0};
-    sync_->sum(sums);
-    r.loss = sums[0];
-    r.nll = sums[1];
-    out_of_memory = sums[2] > 0;
-    if (out_of_memory) r.error = "another process ran out of memory";
+    return true;
   }
+  if (precision_ == Precision::kFp16) {
+    torch::NoGradGuard no_grad;
+    for (const auto& param : params_)
+      if (param.grad().defined()) param.grad().mul_(1.0 / loss_scale);
+  }
+  const auto norm_parts = clip_gradients(params_, config_.clip_norm);
+  // The step's one device-to-host copy: losses, NLLs and the gradient norm (or its parts).
+  const auto zero = torch::zeros({1}, torch::dtype(torch::kFloat).device(device_));
+  const auto host = torch::cat({p.losses.empty() ? zero : torch::stack(p.losses),
+                                p.nlls.empty() ? zero : torch::stack(p.nlls), norm_parts})
+                        .to(torch::kCPU)
+                        .to(torch::kDouble);
+  const double* v = host.data_ptr<double>();
+  const size_t m = std::max<size_t>(1, p.losses.size());
+  for (size_t i = 0; i < m; ++i) {
+    r.loss += v[i];
+    r.nll += v[m + i];
+  }
+  if (config_.clip_norm > 0) {
+    r.grad_norm = v[2 * m];
+  } else {
+    double sq = 0;
+    for (int64_t i = static_cast<int64_t>(2 * m); i < host.numel(); ++i) sq += v[i];
+    r.grad_norm = std::sqrt(sq);
+  }
+  std::vector<double> sums{r.loss, r.nll, 0.0};
+  sync_->sum(sums);
+  r.loss = sums[0];
+  r.nll = sums[1];
+  if (sums[2] > 0) r.error = "another process ran out of memory";
+  return sums[2] > 0;
+}
+
+void TrainStep::decide(bool out_of_memory, StepResult& r) {
   if (out_of_memory) {
     optimizer_.zero_grad();
-    r.times.update += since(t0);
     r.status = StepResult::Status::kOutOfMemory;
     ++out_of_memory_in_a_row_;
-    return r;
+    return;
   }
   out_of_memory_in_a_row_ = 0;
-
   // The sums and the gradients are the same on every process, so is this decision.
+  const bool fp16 = precision_ == Precision::kFp16;
   const bool loss_ok = std::isfinite(r.loss);
-  const bool grads_ok = std::isfinite(r.grad_norm);
-  if (!(loss_ok && grads_ok)) {
+  if (!(loss_ok && std::isfinite(r.grad_norm))) {
     // A diverged step must not reach the weights or Adam's moments.
     optimizer_.zero_grad();
-    r.times.update += since(t0);
     if (fp16 && loss_ok) {
       scaler_.update(true);
       r.status = StepResult::Status::kOverflow;
-      return r;
+      return;
     }
     ++non_finite_in_a_row_;
     r.status = StepResult::Status::kNonFinite;
-    return r;
+    return;
   }
   non_finite_in_a_row_ = 0;
   optimizer_.step();
   if (fp16) scaler_.update(false);
-  r.times.update += since(t0);
-  return r;
 }
 
 }  // namespace nmt

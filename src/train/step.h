@@ -99,6 +99,19 @@ class TrainStep {
   LossScaler& loss_scaler() { return scaler_; }
 
  private:
+  // The micro-batches' passes: their losses and NLLs on the device, or out of memory.
+  struct Passes {
+    std::vector<torch::Tensor> losses, nlls;
+    bool out_of_memory = false;
+  };
+  Passes forward_backward(const std::vector<TensorBatch>& batches, const StepFaults& faults,
+                          double normaliser, double loss_scale, StepResult& r);
+  // Gradient clipping and the step's sums over the processes into r; true when any process ran
+  // out of memory.
+  bool sum_over_processes(const Passes& p, double loss_scale, StepResult& r);
+  // Applies the update, or skips it (out of memory, a non-finite value, an fp16 overflow).
+  void decide(bool out_of_memory, StepResult& r);
+
   Seq2Seq model_;
   torch::optim::Optimizer& optimizer_;
   TrainConfig config_;

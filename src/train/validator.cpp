@@ -22,9 +22,9 @@ std::pair<EvalResult, double> Validator::evaluate_model(Seq2Seq& model) const {
   options.precision = precision_;
   auto r = evaluate(model, vocabs_, valid_, options, tc.batch_tokens);
   clear_progress();
-  const double value = tc.best_metric == "bleu"   ? r.bleu.score
-                       : tc.best_metric == "chrf" ? r.chrf.score
-                                                  : r.loss.nll_per_token;
+  const double value = tc.best_metric == BestMetric::kBleu   ? r.bleu.score
+                       : tc.best_metric == BestMetric::kChrf ? r.chrf.score
+                                                             : r.loss.nll_per_token;
   return {std::move(r), value};
 }
 
@@ -50,9 +50,9 @@ bool Validator::validate(Seq2Seq& model, TrainerState& state, MetricsFile* metri
   const auto [r, value] = evaluate_model(model);
   state.has_valid_value = true;
   state.valid_value = value;
-  const bool higher_is_better = tc.best_metric != "loss";
   const bool improved =
-      !state.has_best || (higher_is_better ? value > state.best_value : value < state.best_value);
+      !state.has_best ||
+      (higher_is_better(tc.best_metric) ? value > state.best_value : value < state.best_value);
   spdlog::info(
       "validation at step {}: nll {:.4f}, ppl {:.2f}, BLEU {:.2f}, chrF2 {:.2f} "
       "({} tokens, beam {}){}",
@@ -67,19 +67,20 @@ bool Validator::validate(Seq2Seq& model, TrainerState& state, MetricsFile* metri
     state.best_step = state.step;
     state.validations_without_improvement = 0;
     auto st = state.to_json();
-    st["best_metric"] = tc.best_metric;
+    st["best_metric"] = name_of(tc.best_metric);
     st["best_value"] = value;
     const auto path =
         save_model_checkpoint(best_checkpoint_dir(run_dir_), config_, vocabs_, model, st);
     if (!path.empty())
-      spdlog::info("saved best checkpoint {} ({} {:.4f})", path, tc.best_metric, value);
+      spdlog::info("saved best checkpoint {} ({} {:.4f})", path, name_of(tc.best_metric), value);
     return true;
   }
   ++state.validations_without_improvement;
   if (tc.patience > 0 && state.validations_without_improvement >= tc.patience) {
     spdlog::info(
         "early stopping: valid {} has not improved in {} validations; best {:.4f} at step {}",
-        tc.best_metric, state.validations_without_improvement, state.best_value, state.best_step);
+        name_of(tc.best_metric), state.validations_without_improvement, state.best_value,
+        state.best_step);
     return false;
   }
   return true;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "util/test_hooks.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -255,7 +256,7 @@ std::string bf16_gemm_missing() {
   // Asked at every step (the step's Bf16ProductsGuard): the CPU and the process do not change.
   static const std::string reason = [] {
     // Tests stand in for a CPU without them (the refusal, a group of unlike machines).
-    if (std::getenv("NMT_DEBUG_NO_BF16") != nullptr)
+    if (test_hooks().no_bf16)
       return "NMT_DEBUG_NO_BF16 is set (as on a CPU without bfloat16 products)";
     if (!cpu_has_avx512_bf16()) return "this CPU lacks AVX512-BF16 (bfloat16 products)";
     if (dnnl_bf16_gemm_function() == nullptr)

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "util/test_hooks.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -23,31 +24,13 @@ void throw_io_error(const std::string& what, const std::string& path, int err) {
 
 namespace {
 
-struct FaultPlan {
-  int64_t fail_at = 0;  // 1-based operation index; 0: none
-  int error = ENOSPC;
-  int trace_fd = -1;
-};
-
-const FaultPlan& fault_plan() {
-  static const FaultPlan plan = [] {
-    FaultPlan p;
-    if (const char* env = std::getenv("NMT_DEBUG_FAIL_IO")) {
-      const auto parts = split(env, ':');
-      p.fail_at = std::stoll(parts.at(0));
-      if (parts.size() > 1) {
-        if (parts[1] == "EIO") {
-          p.error = EIO;
-        } else if (parts[1] != "ENOSPC") {
-          throw Error("NMT_DEBUG_FAIL_IO: unknown errno " + parts[1] + " (ENOSPC or EIO)");
-        }
-      }
-    }
-    if (const char* trace = std::getenv("NMT_DEBUG_IO_TRACE"))
-      p.trace_fd = ::open(trace, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    return p;
-  }();
-  return plan;
+// The trace file, opened once.
+int trace_fd() {
+  static const int fd = test_hooks().io_trace.empty()
+                            ? -1
+                            : ::open(test_hooks().io_trace.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  return fd;
 }
 
 std::atomic<int64_t> g_operations{0};
@@ -55,14 +38,14 @@ std::atomic<int64_t> g_operations{0};
 }  // namespace
 
 int io_fault(const char* op, const std::string& path) {
-  const FaultPlan& plan = fault_plan();
-  if (plan.fail_at == 0 && plan.trace_fd < 0) return 0;
+  const TestHooks& hooks = test_hooks();
+  if (hooks.fail_io_at == 0 && hooks.io_trace.empty()) return 0;
   const int64_t n = ++g_operations;
-  if (plan.trace_fd >= 0) {
+  if (trace_fd() >= 0) {
     const std::string line = std::to_string(n) + " " + op + " " + path + "\n";
-    [[maybe_unused]] const auto ignored = ::write(plan.trace_fd, line.data(), line.size());
+    [[maybe_unused]] const auto ignored = ::write(trace_fd(), line.data(), line.size());
   }
-  return n == plan.fail_at ? plan.error : 0;
+  return n == hooks.fail_io_at ? hooks.fail_io_errno : 0;
 }
 
 namespace {

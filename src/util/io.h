@@ -1,9 +1,8 @@
 // Checked file output. Every open, write, fsync, close, rename and mkdir nmt does for its outputs
 // goes through here and either succeeds or throws an Error naming the file and the OS's reason
-// ("cannot write F: No space left on device"). One test hook can make the Nth of these
-// operations fail, so that tests inject a fault at every one of them:
-//   NMT_DEBUG_FAIL_IO="N" or "N:EIO" (default ENOSPC): the Nth operation fails with that errno;
-//   NMT_DEBUG_IO_TRACE=F: each operation appends "N op path" to F (not itself counted).
+// ("cannot write F: No space left on device"). A test hook (util/test_hooks.h: NMT_DEBUG_FAIL_IO,
+// NMT_DEBUG_IO_TRACE) can make the Nth of these operations fail, so that tests inject a fault at
+// every one of them.
 #pragma once
 
 #include <cstdint>

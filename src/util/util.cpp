@@ -1,8 +1,7 @@
 #include "util/util.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -222,24 +221,6 @@ int hardware_threads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-}  // namespace nmt
-
-namespace nmt {
-int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  const int err = errno;
-  ::close(fd);
-  if (!ok) throw Error(std::string("cannot find a free TCP port: ") + std::strerror(err));
-  return ntohs(addr.sin_port);
-}
-
 int process_rank() {
   const char* rank = std::getenv("RANK");
   if (rank == nullptr || *rank == '\0') return 0;
@@ -249,13 +230,10 @@ int process_rank() {
     throw Error(std::string("RANK must be an integer, got \"") + rank + "\"");
   }
 }
-}  // namespace nmt
 
-#include <malloc.h>
-
-namespace nmt {
 void keep_freed_memory() {
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
+
 }  // namespace nmt

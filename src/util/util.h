@@ -56,8 +56,6 @@ class Interrupted : public ExitStatus {
   int signal_;
 };
 
-// A loopback TCP port that nothing listens on right now (the kernel's pick).
-int free_loopback_port();
 
 // True when s is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
 bool is_valid_utf8(std::string_view s);
