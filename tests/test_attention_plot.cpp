@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "decode/attention_plot.h"
+#include "plot/attention.h"
 #include "xml_check.h"
 
 using namespace nmt;

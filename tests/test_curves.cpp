@@ -91,33 +91,21 @@ void expect_series(const XmlNode& root, const std::string& panel_id, const std::
   }
 }
 
-TrainRow train_row(int64_t step, double loss, double ppl, double lr, double elapsed) {
-  TrainRow r;
-  r.step = step;
-  r.loss = loss;
-  r.ppl = ppl;
-  r.lr = lr;
-  r.elapsed_s = elapsed;
-  return r;
+CurveTrain train_row(int64_t step, double loss, double ppl, double lr, double elapsed) {
+  return {step, loss, ppl, lr, elapsed};
 }
 
-ValidRow valid_row(int64_t step, double nll, double bleu, double chrf, std::string ckpt = "") {
-  ValidRow r;
-  r.step = step;
-  r.scores.loss = nll;
-  r.scores.bleu = bleu;
-  r.scores.chrf = chrf;
-  r.checkpoint = std::move(ckpt);
-  return r;
+CurveValid valid_row(int64_t step, double nll, double bleu, double chrf, std::string ckpt = "") {
+  return {step, nll, bleu, chrf, std::move(ckpt)};
 }
 
 CurveRun sample_run(const std::string& name, double shift) {
   CurveRun run;
   run.name = name;
-  run.metrics.train = {train_row(100, 7.25 + shift, 900.5, 1e-4, 61),
+  run.train = {train_row(100, 7.25 + shift, 900.5, 1e-4, 61),
                        train_row(200, 5.5 + shift, 120.25, 2e-4, 125.5),
                        train_row(300, 4.125 + shift, 40.0, 1.5e-4, 3700)};
-  run.metrics.valid = {valid_row(200, 4.75 + shift, 12.5 - shift, 40.25),
+  run.valid = {valid_row(200, 4.75 + shift, 12.5 - shift, 40.25),
                        valid_row(300, 3.875 + shift, 21.0625 - shift, 48.5),
                        valid_row(300, 3.75 + shift, 22.5 - shift, 49.0, "averaged")};
   return run;

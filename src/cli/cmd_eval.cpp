@@ -34,15 +34,110 @@ std::string bleu_summary(const BleuResult& b) {
   return buf;
 }
 
+struct EvalArgs {
+  std::string checkpoint, src, ref, hyp, hyp_out;
+  DecodeFlags decode;
+  bool json = false;
+};
+
+void check_eval_args(EvalArgs& args) {
+  if (args.checkpoint.empty() == args.hyp.empty())
+    throw Error("give either --checkpoint with --src, or --hyp");
+  if (!args.checkpoint.empty() && args.src.empty())
+    throw Error("--checkpoint needs --src, the source file to translate");
+  if (args.hyp.empty() == false && (!args.src.empty() || !args.hyp_out.empty()))
+    throw Error("--src and --hyp-out need --checkpoint; --hyp scores an existing file");
+  check_decode_flags(args.decode);
+  // Refused before the translation, not after it.
+  if (!args.hyp_out.empty()) check_writable_file(args.hyp_out);
+}
+
+// Translates --src and scores it; the report gets the model's entries, loss_line the reference
+// loss in words.
+FileEval translate_and_score(const EvalArgs& args, nlohmann::json& report,
+                             std::string& loss_line) {
+  use_inference_threads(args.decode);
+  LoadedModel m = load_for_decoding(args.checkpoint, args.decode);
+  TranslateOptions options = decode_options(args.decode, m.config, m.model->device());
+  options.search.nbest = 1;
+  spdlog::info("translating {} with {} (beam {})", args.src, m.dir, options.search.beam_size);
+  // Translations go to a temporary file renamed over --hyp-out at the end.
+  const std::string tmp =
+      args.hyp_out.empty() ? "" : args.hyp_out + ".tmp-" + std::to_string(::getpid());
+  std::optional<OutFile> hyp_out;
+  if (!tmp.empty()) hyp_out.emplace(tmp, OutFile::Mode::kTruncate);
+  FileEval e;
+  try {
+    // The reference loss covers the pairs both sides of which can be encoded.
+    e = evaluate_files(m.model, m.vocabs, args.src, args.ref, options, options.batch_tokens,
+                       [&](const std::string& h) {
+                         if (hyp_out) hyp_out->write(h + "\n");
+                       });
+    if (hyp_out) {
+      hyp_out->sync();
+      hyp_out->close();
+      rename_path(tmp, args.hyp_out);
+    }
+  } catch (...) {
+    if (!tmp.empty()) ::unlink(tmp.c_str());
+    throw;
+  }
+  const auto& r = e.result;
+  const auto& cs = e.pairs;
+  report = EvalScores(r).to_json();
+  report["checkpoint"] = m.dir;
+  report["beam"] = options.search.beam_size;
+  report["length_penalty"] = options.search.length_penalty;
+  report["loss_pairs"] = cs.kept;
+  report["translate_seconds"] = r.translate_seconds;
+  const double secs = std::max(r.translate_seconds, 1e-9);
+  report["sent_per_s"] = static_cast<double>(e.sentences) / secs;
+  report["tgt_tok_per_s"] = static_cast<double>(r.stats.output_tokens) / secs;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "loss = %.4f ppl = %.2f (%lld reference tokens, %lld of %lld pairs)",
+                r.loss.nll_per_token, r.loss.ppl, static_cast<long long>(r.loss.tokens),
+                static_cast<long long>(cs.kept), static_cast<long long>(e.sentences));
+  loss_line = buf;
+  if (cs.kept < e.sentences)
+    spdlog::warn("reference loss skips {} pairs: {} empty, {} invalid UTF-8",
+                 e.sentences - cs.kept, cs.empty, cs.invalid_utf8);
+  return e;
+}
+
+// The scores, as JSON (--json) or as sacreBLEU's text.
+void print_scores(const FileEval& e, nlohmann::json report, const std::string& loss_line,
+                  bool json) {
+  const BleuResult& bleu = e.result.bleu;
+  const ChrfResult& chrf = e.result.chrf;
+  // Lowercased as well (sacreBLEU -lc), for setting beside papers that score that way.
+  const BleuResult& bleu_lc = e.bleu_lowercase;
+  report["bleu"] = bleu.score;
+  report["chrf"] = chrf.score;
+  report["bleu_lowercase"] = bleu_lc.score;
+  report["bleu_signature"] = bleu_signature();
+  report["bleu_lowercase_signature"] = bleu_signature(/*lowercase=*/true);
+  report["chrf_signature"] = chrf_signature();
+  report["sentences"] = e.sentences;
+  report["bleu_details"] = {{"precisions", bleu.precisions}, {"counts", bleu.counts},
+                            {"totals", bleu.totals},         {"bp", bleu.bp},
+                            {"sys_len", bleu.sys_len},       {"ref_len", bleu.ref_len}};
+  if (json) {
+    write_standard_output(report.dump() + "\n");
+    return;
+  }
+  char chrf_line[64];
+  std::snprintf(chrf_line, sizeof chrf_line, "chrF2 = %.2f", chrf.score);
+  write_standard_output(
+      bleu_summary(bleu) + "\n" + chrf_line + "\nBLEU signature: " + bleu_signature() +
+      "\nchrF2 signature: " + chrf_signature() + "\n" + "lowercased " + bleu_summary(bleu_lc) +
+      "\nlowercased BLEU signature: " + bleu_signature(true) + "\n" +
+      (loss_line.empty() ? "" : loss_line + "\n"));
+}
+
 }  // namespace
 
 void add_eval_command(CLI::App& app) {
-  struct Args {
-    std::string checkpoint, src, ref, hyp, hyp_out;
-    DecodeFlags decode;
-    bool json = false;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<EvalArgs>();
   auto* cmd = app.add_subcommand(
       "eval",
       "Score translations with BLEU and chrF (sacreBLEU-compatible): translate --src with a "
@@ -59,93 +154,12 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   cmd->callback([args] {
     setup_logging();
-    if (args->checkpoint.empty() == args->hyp.empty())
-      throw Error("give either --checkpoint with --src, or --hyp");
-    if (!args->checkpoint.empty() && args->src.empty())
-      throw Error("--checkpoint needs --src, the source file to translate");
-    if (args->hyp.empty() == false && (!args->src.empty() || !args->hyp_out.empty()))
-      throw Error("--src and --hyp-out need --checkpoint; --hyp scores an existing file");
-    check_decode_flags(args->decode);
-    // Refused before the translation, not after it.
-    if (!args->hyp_out.empty()) check_writable_file(args->hyp_out);
-
+    check_eval_args(*args);
     nlohmann::json report;
-    FileEval e;
     std::string loss_line;
-    if (!args->checkpoint.empty()) {
-      use_inference_threads(args->decode);
-      LoadedModel m = load_for_decoding(args->checkpoint, args->decode);
-      TranslateOptions options = decode_options(args->decode, m.config, m.model->device());
-      options.search.nbest = 1;
-      spdlog::info("translating {} with {} (beam {})", args->src, m.dir, options.search.beam_size);
-      // Translations go to a temporary file renamed over --hyp-out at the end.
-      const std::string tmp =
-          args->hyp_out.empty() ? "" : args->hyp_out + ".tmp-" + std::to_string(::getpid());
-      std::optional<OutFile> hyp_out;
-      if (!tmp.empty()) hyp_out.emplace(tmp, OutFile::Mode::kTruncate);
-      try {
-        // The reference loss covers the pairs both sides of which can be encoded.
-        e = evaluate_files(m.model, m.vocabs, args->src, args->ref, options, options.batch_tokens,
-                           [&](const std::string& h) {
-                             if (hyp_out) hyp_out->write(h + "\n");
-                           });
-        if (hyp_out) {
-          hyp_out->sync();
-          hyp_out->close();
-          rename_path(tmp, args->hyp_out);
-        }
-      } catch (...) {
-        if (!tmp.empty()) ::unlink(tmp.c_str());
-        throw;
-      }
-      const auto& r = e.result;
-      const auto& cs = e.pairs;
-      report = EvalScores(r).to_json();
-      report["checkpoint"] = m.dir;
-      report["beam"] = options.search.beam_size;
-      report["length_penalty"] = options.search.length_penalty;
-      report["loss_pairs"] = cs.kept;
-      report["translate_seconds"] = r.translate_seconds;
-      const double secs = std::max(r.translate_seconds, 1e-9);
-      report["sent_per_s"] = static_cast<double>(e.sentences) / secs;
-      report["tgt_tok_per_s"] = static_cast<double>(r.stats.output_tokens) / secs;
-      char buf[256];
-      std::snprintf(buf, sizeof buf,
-                    "loss = %.4f ppl = %.2f (%lld reference tokens, %lld of %lld pairs)",
-                    r.loss.nll_per_token, r.loss.ppl, static_cast<long long>(r.loss.tokens),
-                    static_cast<long long>(cs.kept), static_cast<long long>(e.sentences));
-      loss_line = buf;
-      if (cs.kept < e.sentences)
-        spdlog::warn("reference loss skips {} pairs: {} empty, {} invalid UTF-8",
-                     e.sentences - cs.kept, cs.empty, cs.invalid_utf8);
-    } else {
-      e = score_files(args->hyp, args->ref);
-    }
-    const BleuResult& bleu = e.result.bleu;
-    const ChrfResult& chrf = e.result.chrf;
-    // Lowercased as well (sacreBLEU -lc), for setting beside papers that score that way.
-    const BleuResult& bleu_lc = e.bleu_lowercase;
-    report["bleu"] = bleu.score;
-    report["chrf"] = chrf.score;
-    report["bleu_lowercase"] = bleu_lc.score;
-    report["bleu_signature"] = bleu_signature();
-    report["bleu_lowercase_signature"] = bleu_signature(/*lowercase=*/true);
-    report["chrf_signature"] = chrf_signature();
-    report["sentences"] = e.sentences;
-    report["bleu_details"] = {{"precisions", bleu.precisions}, {"counts", bleu.counts},
-                              {"totals", bleu.totals},         {"bp", bleu.bp},
-                              {"sys_len", bleu.sys_len},       {"ref_len", bleu.ref_len}};
-    if (args->json) {
-      write_standard_output(report.dump() + "\n");
-      return;
-    }
-    char chrf_line[64];
-    std::snprintf(chrf_line, sizeof chrf_line, "chrF2 = %.2f", chrf.score);
-    write_standard_output(
-        bleu_summary(bleu) + "\n" + chrf_line + "\nBLEU signature: " + bleu_signature() +
-        "\nchrF2 signature: " + chrf_signature() + "\n" + "lowercased " + bleu_summary(bleu_lc) +
-        "\nlowercased BLEU signature: " + bleu_signature(true) + "\n" +
-        (loss_line.empty() ? "" : loss_line + "\n"));
+    const FileEval e = args->checkpoint.empty() ? score_files(args->hyp, args->ref)
+                                                : translate_and_score(*args, report, loss_line);
+    print_scores(e, report, loss_line, args->json);
   });
 }
 

@@ -16,21 +16,88 @@
 #include "util/util.h"
 
 namespace nmt {
+namespace {
+
+struct TranslateArgs {
+  std::string checkpoint;
+  std::string input;
+  std::string output;
+  DecodeFlags decode;
+  int64_t nbest = 0;
+  bool scores = false;
+  std::string attention_out;
+  int64_t attention_layer = -1;
+  int64_t attention_head = -1;
+  int64_t chunk_lines = 1000;
+};
+
+void check_translate_args(TranslateArgs& args) {
+  check_decode_flags(args.decode);
+  if (args.chunk_lines < 1) throw Error("--chunk-lines must be >= 1");
+  if (args.nbest < 0) throw Error("--nbest must be >= 1");
+  if (args.attention_layer < -1 || args.attention_head < -1)
+    throw Error("--attention-layer and --attention-head must be >= 0");
+}
+
+// The search settings: the checkpoint's decoding config under the flags.
+TranslateOptions translate_options(const TranslateArgs& args, const LoadedModel& m) {
+  TranslateOptions options = decode_options(args.decode, m.config, m.model->device());
+  options.search.nbest = args.nbest > 0 ? args.nbest : 1;
+  if (options.search.nbest > options.search.beam_size)
+    throw Error("--nbest " + std::to_string(options.search.nbest) + " exceeds the beam size " +
+                std::to_string(options.search.beam_size) + " (raise --beam)");
+  options.attention = !args.attention_out.empty();
+  options.attention_layer = args.attention_layer;
+  options.attention_head = args.attention_head;
+  spdlog::info("beam {}, length penalty {}", options.search.beam_size,
+               options.search.length_penalty);
+  return options;
+}
+
+void log_totals(const TranslateStats& total, double secs) {
+  if (total.truncated > 0)
+    spdlog::warn("{} lines were longer than the model's input limit and were truncated",
+                 total.truncated);
+  if (total.replaced_bytes > 0)
+    spdlog::warn("{} invalid UTF-8 or NUL bytes were replaced with U+FFFD", total.replaced_bytes);
+  spdlog::info("translated {} lines in {:.2f} s ({:.1f} sentences/s, {:.1f} target tokens/s)",
+               total.lines, secs, static_cast<double>(total.lines) / std::max(secs, 1e-9),
+               static_cast<double>(total.output_tokens) / std::max(secs, 1e-9));
+}
+
+void run_translate(const TranslateArgs& args) {
+  use_inference_threads(args.decode);
+  // Files first: a missing input or an unwritable output is refused before the model loads.
+  std::ifstream in_file;
+  if (!args.input.empty()) {
+    in_file.open(args.input, std::ios::binary);
+    if (!in_file) throw_io_error("open input", args.input, errno);
+  }
+  std::istream& in = args.input.empty() ? std::cin : in_file;
+  OutFile out_file = args.output.empty() ? OutFile::standard_output()
+                                         : OutFile(args.output, OutFile::Mode::kTruncate);
+  if (!args.attention_out.empty()) check_writable_dir(args.attention_out);
+  LoadedModel m = load_for_decoding(args.checkpoint, args.decode);
+  spdlog::info("loaded {}", m.dir);
+  const TranslateOptions options = translate_options(args, m);
+
+  OutFileStream out(out_file);
+  const auto start = std::chrono::steady_clock::now();
+  StreamOptions stream;
+  stream.chunk_lines = args.chunk_lines;
+  stream.nbest = args.nbest > 0;
+  stream.scores = args.scores;
+  stream.attention_dir = args.attention_out;
+  const TranslateStats total = translate_stream(m.model, m.vocabs, in, out, options, stream);
+  out_file.close();
+  log_totals(total,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+}  // namespace
 
 void add_translate_command(CLI::App& app) {
-  struct Args {
-    std::string checkpoint;
-    std::string input;
-    std::string output;
-    DecodeFlags decode;
-    int64_t nbest = 0;
-    bool scores = false;
-    std::string attention_out;
-    int64_t attention_layer = -1;
-    int64_t attention_head = -1;
-    int64_t chunk_lines = 1000;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<TranslateArgs>();
   auto* cmd = app.add_subcommand("translate", "Translate text, one sentence a line");
   cmd->add_option("--checkpoint", args->checkpoint,
                   "Checkpoint directory, or a run directory (its best checkpoint, else newest)")
@@ -53,56 +120,8 @@ void add_translate_command(CLI::App& app) {
                   "ends (default: 1000)");
   cmd->callback([args] {
     setup_logging();
-    check_decode_flags(args->decode);
-    if (args->chunk_lines < 1) throw Error("--chunk-lines must be >= 1");
-    if (args->nbest < 0) throw Error("--nbest must be >= 1");
-    if (args->attention_layer < -1 || args->attention_head < -1)
-      throw Error("--attention-layer and --attention-head must be >= 0");
-    use_inference_threads(args->decode);
-    // Files first: a missing input or an unwritable output is refused before the model loads.
-    std::ifstream in_file;
-    if (!args->input.empty()) {
-      in_file.open(args->input, std::ios::binary);
-      if (!in_file) throw_io_error("open input", args->input, errno);
-    }
-    std::istream& in = args->input.empty() ? std::cin : in_file;
-    OutFile out_file = args->output.empty() ? OutFile::standard_output()
-                                            : OutFile(args->output, OutFile::Mode::kTruncate);
-    if (!args->attention_out.empty()) check_writable_dir(args->attention_out);
-    LoadedModel m = load_for_decoding(args->checkpoint, args->decode);
-    spdlog::info("loaded {}", m.dir);
-    TranslateOptions options = decode_options(args->decode, m.config, m.model->device());
-    const bool nbest_mode = args->nbest > 0;
-    options.search.nbest = nbest_mode ? args->nbest : 1;
-    if (options.search.nbest > options.search.beam_size)
-      throw Error("--nbest " + std::to_string(options.search.nbest) + " exceeds the beam size " +
-                  std::to_string(options.search.beam_size) + " (raise --beam)");
-    options.attention = !args->attention_out.empty();
-    options.attention_layer = args->attention_layer;
-    options.attention_head = args->attention_head;
-    spdlog::info("beam {}, length penalty {}", options.search.beam_size,
-                 options.search.length_penalty);
-
-    OutFileStream out(out_file);
-
-    const auto start = std::chrono::steady_clock::now();
-    StreamOptions stream;
-    stream.chunk_lines = args->chunk_lines;
-    stream.nbest = nbest_mode;
-    stream.scores = args->scores;
-    stream.attention_dir = args->attention_out;
-    const TranslateStats total = translate_stream(m.model, m.vocabs, in, out, options, stream);
-    out_file.close();
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (total.truncated > 0)
-      spdlog::warn("{} lines were longer than the model's input limit and were truncated",
-                   total.truncated);
-    if (total.replaced_bytes > 0)
-      spdlog::warn("{} invalid UTF-8 or NUL bytes were replaced with U+FFFD", total.replaced_bytes);
-    spdlog::info("translated {} lines in {:.2f} s ({:.1f} sentences/s, {:.1f} target tokens/s)",
-                 total.lines, secs, static_cast<double>(total.lines) / std::max(secs, 1e-9),
-                 static_cast<double>(total.output_tokens) / std::max(secs, 1e-9));
+    check_translate_args(*args);
+    run_translate(*args);
   });
 }
 

@@ -243,6 +243,50 @@ std::vector<std::vector<Hypothesis>> greedy_search(Seq2Seq& model, const torch::
   return out;
 }
 
+namespace {
+
+struct Candidate {
+  int64_t row, token;
+  float score;
+};
+
+// One sentence's step of beam search from its `width` best candidates (best first): EOS among
+// the K best ends a hypothesis into `finished`; the K best others are returned as the next
+// beams, or nothing when the sentence is done (no live candidate, no better one possible, or the
+// length limit, where the live ones are finished as they are).
+std::vector<Candidate> next_beams(at::TensorAccessor<float, 1> top_s,
+                                  at::TensorAccessor<int64_t, 1> top_i, int64_t b, int64_t K,
+                                  int64_t V, const std::vector<std::vector<int>>& prefixes,
+                                  std::vector<Hypothesis>& finished, int64_t length, int64_t limit,
+                                  double alpha) {
+  std::vector<Candidate> live;
+  for (int64_t c = 0; c < top_s.size(0); ++c) {
+    const float value = top_s[c];
+    if (!std::isfinite(value)) break;  // sorted: only dead beams follow
+    const int64_t row = b * K + top_i[c] / V, token = top_i[c] % V;
+    if (token == kEosId) {
+      // Only EOS among the K best candidates ends a hypothesis (as fairseq does).
+      if (c < K) finished.push_back(finish(prefixes[row], value, true, alpha));
+    } else if (static_cast<int64_t>(live.size()) < K) {
+      live.push_back({row, token, value});
+    }
+  }
+  if (live.empty() || (static_cast<int64_t>(finished.size()) >= K &&
+                       !can_improve(finished, K, live.front().score, length, alpha)))
+    return {};
+  if (length >= limit) {
+    for (const auto& cand : live) {
+      auto tokens = prefixes[cand.row];
+      tokens.push_back(static_cast<int>(cand.token));
+      finished.push_back(finish(std::move(tokens), cand.score, false, alpha));
+    }
+    return {};
+  }
+  return live;
+}
+
+}  // namespace
+
 std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Tensor& src,
                                                  const SearchOptions& options) {
   torch::InferenceMode guard;
@@ -264,10 +308,6 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Te
   std::vector<std::vector<Hypothesis>> finished(B);
   int64_t length = 0;  // output tokens per live hypothesis after this step
 
-  struct Candidate {
-    int64_t row, token;
-    float score;
-  };
   while (!sentences.empty()) {
     const auto n = static_cast<int64_t>(sentences.size());
     const auto logits = next_logits(model, input, *state);
@@ -285,29 +325,9 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Te
     bool left = false;
     for (int64_t b = 0; b < n; ++b) {
       const int64_t s = sentences[b];
-      std::vector<Candidate> live;
-      for (int64_t c = 0; c < width; ++c) {
-        const float value = top_s[b][c];
-        if (!std::isfinite(value)) break;  // sorted: only dead beams follow
-        const int64_t row = b * K + top_i[b][c] / V, token = top_i[b][c] % V;
-        if (token == kEosId) {
-          // Only EOS among the K best candidates ends a hypothesis (as fairseq does).
-          if (c < K) finished[s].push_back(finish(prefixes[row], value, true, alpha));
-        } else if (static_cast<int64_t>(live.size()) < K) {
-          live.push_back({row, token, value});
-        }
-      }
-      bool done = live.empty() || (static_cast<int64_t>(finished[s].size()) >= K &&
-                                   !can_improve(finished[s], K, live.front().score, length, alpha));
-      if (!done && length >= limits[s]) {
-        for (const auto& cand : live) {
-          auto tokens = prefixes[cand.row];
-          tokens.push_back(static_cast<int>(cand.token));
-          finished[s].push_back(finish(std::move(tokens), cand.score, false, alpha));
-        }
-        done = true;
-      }
-      if (done) {
+      auto live = next_beams(top_s[b], top_i[b], b, K, V, prefixes, finished[s], length,
+                             limits[s], alpha);
+      if (live.empty()) {
         left = true;
         continue;
       }

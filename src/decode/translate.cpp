@@ -118,9 +118,9 @@ TranslateOptions translate_options(const Config& config, int64_t beam_size) {
   return o;
 }
 
-std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
-                                         const std::vector<std::string>& lines,
-                                         const TranslateOptions& options, TranslateStats* stats) {
+namespace {
+
+void check_attention_options(Seq2Seq& model, const TranslateOptions& options) {
   if (options.attention_layer >= model->attention_layers())
     throw Error("attention layer " + std::to_string(options.attention_layer) +
                 " is out of range: the model has " + std::to_string(model->attention_layers()) +
@@ -129,11 +129,15 @@ std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
     throw Error("attention head " + std::to_string(options.attention_head) +
                 " is out of range: the model has " + std::to_string(model->attention_heads()) +
                 " heads (0-based)");
-  const auto nbest = static_cast<size_t>(options.search.nbest);
-  TranslateStats s;
-  s.lines = static_cast<int64_t>(lines.size());
+}
+
+// Each line's source ids with EOS (cut to the model's limit), and the lines to translate (not
+// empty), shortest first.
+std::vector<size_t> encode_lines(Seq2Seq& model, const Vocabs& vocabs,
+                                 const std::vector<std::string>& lines,
+                                 std::vector<std::vector<int64_t>>& ids, TranslateStats& s) {
   const int64_t max_src = model->max_positions() - 1;  // room for EOS
-  std::vector<std::vector<int64_t>> ids(lines.size());
+  ids.assign(lines.size(), {});
   std::vector<size_t> todo;
   for (size_t i = 0; i < lines.size(); ++i) {
     int64_t replaced = 0;
@@ -152,23 +156,45 @@ std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
   }
   std::stable_sort(todo.begin(), todo.end(),
                    [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });
+  return todo;
+}
 
-  std::vector<Translation> out(lines.size());
-  for (auto& t : out) {
-    t.texts.assign(nbest, "");
-    t.scores.assign(nbest, 0.0);
-  }
-  // Beams multiply the rows a batch decodes, so the budget covers all of them.
-  const int64_t budget = std::max<int64_t>(1, options.batch_tokens / options.search.beam_size);
-  std::vector<std::pair<size_t, size_t>> batches;  // [start, end) of todo
+// [start, end) ranges of `todo` (sorted ascending, so a batch's last row sets its width) whose
+// padded cells stay within the budget.
+std::vector<std::pair<size_t, size_t>> plan_batches(const std::vector<std::vector<int64_t>>& ids,
+                                                    const std::vector<size_t>& todo,
+                                                    int64_t budget) {
+  std::vector<std::pair<size_t, size_t>> batches;
   for (size_t start = 0; start < todo.size();) {
-    // Sorted ascending, so the last row sets the batch width.
     size_t end = start + 1;
     while (end < todo.size() &&
            static_cast<int64_t>((end - start + 1) * ids[todo[end]].size()) <= budget)
       ++end;
     batches.emplace_back(start, end);
     start = end;
+  }
+  return batches;
+}
+
+}  // namespace
+
+std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
+                                         const std::vector<std::string>& lines,
+                                         const TranslateOptions& options, TranslateStats* stats) {
+  check_attention_options(model, options);
+  const auto nbest = static_cast<size_t>(options.search.nbest);
+  TranslateStats s;
+  s.lines = static_cast<int64_t>(lines.size());
+  std::vector<std::vector<int64_t>> ids;
+  const std::vector<size_t> todo = encode_lines(model, vocabs, lines, ids, s);
+  // Beams multiply the rows a batch decodes, so the budget covers all of them.
+  const auto batches =
+      plan_batches(ids, todo, std::max<int64_t>(1, options.batch_tokens / options.search.beam_size));
+
+  std::vector<Translation> out(lines.size());
+  for (auto& t : out) {
+    t.texts.assign(nbest, "");
+    t.scores.assign(nbest, 0.0);
   }
   std::vector<int64_t> output_tokens(batches.size(), 0);
   auto translate_batch = [&](size_t b) {

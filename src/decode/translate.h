@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "decode/attention_plot.h"
+#include "plot/attention.h"
 #include "decode/search.h"
 #include "model/device.h"
 #include "model/seq2seq.h"

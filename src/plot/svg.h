@@ -1,4 +1,4 @@
-// SVG building blocks shared by the attention heatmaps (decode/attention_plot.h) and the training
+// SVG building blocks shared by the attention heatmaps (plot/attention.h) and the training
 // curves (train/curves.h): XML-safe text, width estimates, locale-free numbers and the document
 // frame. Pure string building.
 #pragma once

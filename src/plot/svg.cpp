@@ -1,4 +1,4 @@
-#include "util/svg.h"
+#include "plot/svg.h"
 
 #include <algorithm>
 #include <array>
