@@ -13,6 +13,21 @@
 
 namespace nmt_test {
 
+// A one-layer Transformer with dropout on, for the engine's tests (device, step, state).
+inline nmt::ModelConfig tiny_model() {
+  nmt::ModelConfig c;
+  c.d_model = 16;
+  c.heads = 2;
+  c.encoder_layers = 1;
+  c.decoder_layers = 1;
+  c.d_ff = 32;
+  c.dropout = 0.2;
+  c.attention_dropout = 0.1;
+  c.max_positions = 64;
+  c.tie_embeddings = nmt::TieEmbeddings::kAll;
+  return c;
+}
+
 // `rows` rows of random ids in [4, vocab) ending in EOS, right-padded to different lengths: row
 // i has min_len + (i * 5) % spread ids before its EOS.
 inline torch::Tensor random_source(int64_t rows, int64_t vocab, uint64_t seed, int64_t min_len = 3,

@@ -15,6 +15,7 @@
 #include "corpus_helpers.h"
 #include "data/tensors.h"
 #include "helpers.h"
+#include "model_helpers.h"
 #include "model/attention.h"
 #include "model/device.h"
 #include "model/dropout.h"
@@ -30,23 +31,8 @@
 
 using namespace nmt;
 using nlohmann::json;
+using nmt_test::tiny_model;
 
-namespace {
-ModelConfig tiny_model() {
-  ModelConfig c;
-  c.d_model = 16;
-  c.heads = 2;
-  c.encoder_layers = 1;
-  c.decoder_layers = 1;
-  c.d_ff = 32;
-  c.dropout = 0.2;
-  c.attention_dropout = 0.1;
-  c.max_positions = 64;
-  c.tie_embeddings = TieEmbeddings::kAll;
-  return c;
-}
-
-}  // namespace
 
 TEST(Device, NamesResolveOrFailClearly) {
   EXPECT_EQ(resolve_device("cpu", "--device"), torch::Device(torch::kCPU));

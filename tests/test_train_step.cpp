@@ -15,6 +15,7 @@
 #include "corpus_helpers.h"
 #include "data/tensors.h"
 #include "helpers.h"
+#include "model_helpers.h"
 #include "model/attention.h"
 #include "model/device.h"
 #include "model/dropout.h"
@@ -30,21 +31,9 @@
 
 using namespace nmt;
 using nlohmann::json;
+using nmt_test::tiny_model;
 
 namespace {
-ModelConfig tiny_model() {
-  ModelConfig c;
-  c.d_model = 16;
-  c.heads = 2;
-  c.encoder_layers = 1;
-  c.decoder_layers = 1;
-  c.d_ff = 32;
-  c.dropout = 0.2;
-  c.attention_dropout = 0.1;
-  c.max_positions = 64;
-  c.tie_embeddings = TieEmbeddings::kAll;
-  return c;
-}
 
 Corpus copy_corpus(int64_t pairs, int64_t vocab, uint64_t seed) {
   return nmt_test::copy_corpus(pairs, vocab, seed, 3, 7);
