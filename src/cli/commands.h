@@ -12,4 +12,5 @@ void add_translate_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_average_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
+void add_export_command(CLI::App& app);
 }  // namespace nmt

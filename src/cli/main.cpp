@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   nmt::add_eval_command(app);
   nmt::add_average_command(app);
   nmt::add_plot_command(app);
+  nmt::add_export_command(app);
   try {
     app.parse(argc, argv);
     nmt::check_log_file();  // a log line that could not be written fails the command too
