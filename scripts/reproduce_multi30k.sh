@@ -9,6 +9,9 @@
 #   RUN_DIR    default runs/multi30k_DIRECTION. An existing run is resumed (bit-exact), so an
 #              interrupted reproduction continues where it stopped.
 #   extra      e.g. -- --set train.max_time=45m   (the budgeted variant)
+#   SEEDS      environment, e.g. SEEDS="1 2": trains one run per seed (RUN-seedS, each with the
+#              whole budget: the budget is per model) and scores their ensemble
+#              (RUN-ensemble.{beam,greedy}.json) beside each run's own rows.
 #
 # Data: data/multi30k when present; else copied from $NMT_DATA_FROM or ../shared/data/multi30k
 # when one exists, else downloaded by scripts/get_data.sh.
@@ -18,7 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 usage() {
-  sed -n '6,14p' "$0" >&2
+  sed -n '6,17p' "$0" >&2
   exit 2
 }
 [[ $# -ge 1 ]] || usage
@@ -50,6 +53,32 @@ if [[ ! -s data/multi30k/test_2016_flickr.$TGT ]]; then
   else
     scripts/get_data.sh multi30k
   fi
+fi
+
+# With SEEDS: each seed's run is this script's, then the ensemble of their chosen checkpoints.
+if [[ -n "${SEEDS:-}" ]]; then
+  members=()
+  for seed in $SEEDS; do
+    SEEDS="" "$0" "$DIRECTION" "$RUN-seed$seed" -- "${EXTRA[@]}" --set train.seed="$seed"
+    members+=(--checkpoint "$RUN-seed$seed")
+  done
+  for mode in beam greedy; do
+    beam_flag=()
+    [[ $mode == greedy ]] && beam_flag=(--beam 1)
+    "$NMT" eval "${members[@]}" --src "data/multi30k/test_2016_flickr.$SRC" \
+      --ref "data/multi30k/test_2016_flickr.$TGT" "${beam_flag[@]}" --json \
+      >"$RUN-ensemble.$mode.json"
+  done
+  python3 - "$RUN" "$DIRECTION" $SEEDS <<'PY'
+import json, sys
+run, direction, seeds = sys.argv[1], sys.argv[2], sys.argv[3:]
+print(f"\nMulti30k {direction}, test_2016_flickr, ensemble of {len(seeds)} models "
+      f"(seeds {' '.join(seeds)}; the budget is per model)")
+for mode in ("beam", "greedy"):
+    r = json.load(open(f"{run}-ensemble.{mode}.json"))
+    print(f"  {mode:6s} (beam {r['beam']}): BLEU {r['bleu']:.2f}  chrF2 {r['chrf']:.2f}")
+PY
+  exit 0
 fi
 
 # 2. Training (resumed when the run exists; a finished run is left as it is).

@@ -35,15 +35,16 @@ std::string bleu_summary(const BleuResult& b) {
 }
 
 struct EvalArgs {
-  std::string checkpoint, src, ref, hyp, hyp_out;
+  std::vector<std::string> checkpoints;
+  std::string src, ref, hyp, hyp_out;
   DecodeFlags decode;
   bool json = false;
 };
 
 void check_eval_args(EvalArgs& args) {
-  if (args.checkpoint.empty() == args.hyp.empty())
+  if (args.checkpoints.empty() == args.hyp.empty())
     throw Error("give either --checkpoint with --src, or --hyp");
-  if (!args.checkpoint.empty() && args.src.empty())
+  if (!args.checkpoints.empty() && args.src.empty())
     throw Error("--checkpoint needs --src, the source file to translate");
   if (args.hyp.empty() == false && (!args.src.empty() || !args.hyp_out.empty()))
     throw Error("--src and --hyp-out need --checkpoint; --hyp scores an existing file");
@@ -57,7 +58,7 @@ void check_eval_args(EvalArgs& args) {
 FileEval translate_and_score(const EvalArgs& args, nlohmann::json& report,
                              std::string& loss_line) {
   use_inference_threads(args.decode);
-  LoadedModel m = load_for_decoding(args.checkpoint, args.decode);
+  LoadedModel m = load_for_decoding(args.checkpoints, args.decode);
   TranslateOptions options = decode_options(args.decode, m.config, m.model->device());
   options.search.nbest = 1;
   spdlog::info("translating {} with {} (beam {})", args.src, m.dir, options.search.beam_size);
@@ -86,6 +87,7 @@ FileEval translate_and_score(const EvalArgs& args, nlohmann::json& report,
   const auto& cs = e.pairs;
   report = EvalScores(r).to_json();
   report["checkpoint"] = m.dir;
+  if (args.checkpoints.size() > 1) report["ensemble"] = args.checkpoints;
   report["beam"] = options.search.beam_size;
   report["length_penalty"] = options.search.length_penalty;
   report["loss_pairs"] = cs.kept;
@@ -143,8 +145,10 @@ void add_eval_command(CLI::App& app) {
       "Score translations with BLEU and chrF (sacreBLEU-compatible): translate --src with a "
       "checkpoint, or score an existing --hyp file");
   auto* ckpt_opt =
-      cmd->add_option("--checkpoint", args->checkpoint,
-                      "Checkpoint directory, or a run directory (its best checkpoint)");
+      cmd->add_option("--checkpoint", args->checkpoints,
+                      "Checkpoint directory, or a run directory (its best checkpoint); repeat it "
+                      "for an ensemble")
+          ->take_all();
   cmd->add_option("--src", args->src, "Source file to translate (with --checkpoint)");
   cmd->add_option("--ref", args->ref, "Reference translations, one per line")->required();
   auto* hyp_opt = cmd->add_option("--hyp", args->hyp, "Hypothesis file to score (no model)");
@@ -157,7 +161,7 @@ void add_eval_command(CLI::App& app) {
     check_eval_args(*args);
     nlohmann::json report;
     std::string loss_line;
-    const FileEval e = args->checkpoint.empty() ? score_files(args->hyp, args->ref)
+    const FileEval e = args->checkpoints.empty() ? score_files(args->hyp, args->ref)
                                                 : translate_and_score(*args, report, loss_line);
     print_scores(e, report, loss_line, args->json);
   });

@@ -19,7 +19,7 @@ namespace nmt {
 namespace {
 
 struct TranslateArgs {
-  std::string checkpoint;
+  std::vector<std::string> checkpoints;
   std::string input;
   std::string output;
   DecodeFlags decode;
@@ -77,7 +77,7 @@ void run_translate(const TranslateArgs& args) {
   OutFile out_file = args.output.empty() ? OutFile::standard_output()
                                          : OutFile(args.output, OutFile::Mode::kTruncate);
   if (!args.attention_out.empty()) check_writable_dir(args.attention_out);
-  LoadedModel m = load_for_decoding(args.checkpoint, args.decode);
+  LoadedModel m = load_for_decoding(args.checkpoints, args.decode);
   spdlog::info("loaded {}", m.dir);
   const TranslateOptions options = translate_options(args, m);
 
@@ -99,9 +99,11 @@ void run_translate(const TranslateArgs& args) {
 void add_translate_command(CLI::App& app) {
   auto args = std::make_shared<TranslateArgs>();
   auto* cmd = app.add_subcommand("translate", "Translate text, one sentence a line");
-  cmd->add_option("--checkpoint", args->checkpoint,
-                  "Checkpoint directory, or a run directory (its best checkpoint, else newest)")
-      ->required();
+  cmd->add_option("--checkpoint", args->checkpoints,
+                  "Checkpoint directory, or a run directory (its best checkpoint, else newest); "
+                  "repeat it for an ensemble")
+      ->required()
+      ->take_all();
   cmd->add_option("--input", args->input, "Input file (default: stdin)");
   cmd->add_option("--output", args->output, "Output file (default: stdout)");
   add_decode_flags(cmd, args->decode);

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "model/device.h"
+#include "model/ensemble.h"
 #include "model/quantize.h"
 #include "util/blas.h"
 #include "util/util.h"
@@ -32,6 +33,10 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
       "--precision", flags.precision,
       "fp32, or bf16 / fp16 (CUDA autocast; bf16 also on AVX512-BF16 CPUs: faster, may cost "
       "BLEU), or auto (bf16 on a CPU with AVX512-BF16, else fp32) (default: fp32)");
+  cmd->add_option("--ensemble-weights", flags.ensemble_weights,
+                  "With several --checkpoint: each model's weight in the mean of log-probabilities, "
+                  "comma-separated (default: equal)")
+      ->delimiter(',');
 }
 
 void check_decode_flags(DecodeFlags& flags) {
@@ -60,20 +65,50 @@ void use_inference_threads(const DecodeFlags& flags) {
   keep_freed_memory();
 }
 
-LoadedModel load_for_decoding(const std::string& checkpoint, const DecodeFlags& flags) {
+namespace {
+
+// Ensemble members must decode into one vocabulary: their SentencePiece models are compared.
+void check_same_vocabularies(const LoadedModel& first, const LoadedModel& other) {
+  if (first.vocabs.src.bytes() != other.vocabs.src.bytes() ||
+      first.vocabs.tgt.bytes() != other.vocabs.tgt.bytes())
+    throw Error("an ensemble's models must share the vocabularies: " + other.dir +
+                " has other SentencePiece models than " + first.dir);
+}
+
+}  // namespace
+
+LoadedModel load_for_decoding(const std::vector<std::string>& checkpoints,
+                              const DecodeFlags& flags) {
+  if (checkpoints.empty()) throw Error("give a --checkpoint");
+  if (!flags.ensemble_weights.empty() && flags.ensemble_weights.size() != checkpoints.size())
+    throw Error("--ensemble-weights has " + std::to_string(flags.ensemble_weights.size()) +
+                " weights for " + std::to_string(checkpoints.size()) + " checkpoints");
   const bool int8 = flags.int8;
   const torch::Device device = int8 && flags.device == "auto"
                                    ? torch::Device(torch::kCPU)
                                    : resolve_device(flags.device, "--device");
   // Refuses fp16 off CUDA, and bf16 on a CPU without native bfloat16 products, early.
   const Precision precision = resolve_precision(flags.precision_setting, device, "--precision");
-  LoadedModel m = load_model(checkpoint, device);
+  std::vector<LoadedModel> loaded;
+  for (const auto& c : checkpoints) {
+    loaded.push_back(load_model(c, device));
+    check_same_vocabularies(loaded.front(), loaded.back());
+    if (int8) loaded.back().model->quantize_int8();
+  }
   log_device_and_precision("", device, flags.precision_setting, precision);
-  if (int8) {
-    m.model->quantize_int8();
+  if (int8)
     spdlog::info("output projection quantized to int8 (dynamic, {}-bit activations)",
                  int8_reduced_range() ? "7" : "8");
-  }
+  LoadedModel m = loaded.front();
+  // One checkpoint decodes through its own model, as before ensembles existed.
+  if (loaded.size() == 1 && flags.ensemble_weights.empty()) return m;
+  std::vector<Seq2Seq> members;
+  for (const auto& l : loaded) members.push_back(l.model);
+  std::shared_ptr<Seq2SeqImpl> ensemble =
+      std::make_shared<EnsembleImpl>(std::move(members), flags.ensemble_weights);
+  m.model = Seq2Seq(ensemble);
+  m.model->eval();
+  spdlog::info("ensemble of {} models", loaded.size());
   return m;
 }
 
