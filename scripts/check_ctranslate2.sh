@@ -10,8 +10,9 @@
 # CTranslate2 is built for the CPU (OpenBLAS for float32, Ruy for int8; no MKL) from
 # --ct2-source, or from a clone of github.com/OpenNMT/CTranslate2 v4.8.1 with its submodules
 # in third_party/ctranslate2 (ignored by git), and installed into --ct2-prefix (default
-# third_party/ctranslate2/install); an installed prefix is reused. Needs libopenblas-dev and
-# libsentencepiece-dev. Not run by CI: CTranslate2 is no Debian package.
+# third_party/ctranslate2/install); an installed prefix is reused. Needs libopenblas-dev,
+# libopenblas-openmp-dev, libcpuinfo-dev, libsentencepiece-dev and bc. Not run by CI:
+# CTranslate2 is no Debian package.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NMT="$ROOT/build/nmt"
@@ -20,6 +21,8 @@ SRC_DIR=""
 PREFIX="$ROOT/third_party/ctranslate2/install"
 WORK="$ROOT/third_party/ctranslate2/check"
 THREADS="1 2"
+# Debian's python3 has python3-sentencepiece; another python3 first on PATH may not.
+PY="${PYTHON:-$([[ -x /usr/bin/python3 ]] && echo /usr/bin/python3 || echo python3)}"
 while (($#)); do
   case "$1" in
     --checkpoint) CKPT="$2"; shift ;;
@@ -43,9 +46,17 @@ if [[ ! -f "$PREFIX/include/ctranslate2/translator.h" ]]; then
     [[ -d "$SRC_DIR" ]] || git clone --recursive --branch v4.8.1 --depth 1 \
       https://github.com/OpenNMT/CTranslate2.git "$SRC_DIR"
   fi
+  # Ruy needs cpuinfo; Debian's libcpuinfo-dev ships CMake files with a wrong prefix, so a
+  # two-line package config points at its library instead.
+  SHIM="$WORK/cpuinfo-shim"; mkdir -p "$SHIM"
+  cat > "$SHIM/cpuinfo-config.cmake" <<'CMAKE'
+add_library(cpuinfo::cpuinfo SHARED IMPORTED)
+set_target_properties(cpuinfo::cpuinfo PROPERTIES IMPORTED_LOCATION
+  /usr/lib/x86_64-linux-gnu/libcpuinfo.so.0 INTERFACE_INCLUDE_DIRECTORIES /usr/include)
+CMAKE
   cmake -S "$SRC_DIR" -B "$WORK/ct2-build" -DCMAKE_BUILD_TYPE=Release -DWITH_MKL=OFF \
     -DOPENMP_RUNTIME=COMP -DWITH_OPENBLAS=ON -DWITH_RUY=ON -DBUILD_CLI=OFF \
-    -DCMAKE_INSTALL_PREFIX="$PREFIX"
+    -DRUY_FIND_CPUINFO=ON -Dcpuinfo_DIR="$SHIM" -DCMAKE_INSTALL_PREFIX="$PREFIX"
   cmake --build "$WORK/ct2-build" -j "$(nproc)"
   cmake --install "$WORK/ct2-build"
 fi
@@ -62,7 +73,7 @@ rm -rf "$WORK/model-f32" "$WORK/model-int8"
 "$NMT" export --checkpoint "$CKPT" --format ctranslate2 --output "$WORK/model-int8" \
   --quantization int8
 # A run directory and its checkpoints hold the same config.json and SentencePiece model.
-read -r A B CAP LP SPM < <(python3 - "$CKPT" <<'PY'
+read -r A B CAP LP SPM < <("$PY" - "$CKPT" <<'PY'
 import json, os, sys
 d = sys.argv[1]
 c = json.load(open(os.path.join(d, "config.json")))
@@ -76,17 +87,19 @@ PY
 SRC="$DATA/test_2016_flickr.en"; REF="$DATA/test_2016_flickr.de"
 
 # Target tokens of an output file: its pieces plus one EOS a line, counted alike for both.
-tokens_of() { python3 - "$SPM" "$1" <<'PY'
+tokens_of() { "$PY" - "$SPM" "$1" <<'PY'
 import sys, sentencepiece as s
 p = s.SentencePieceProcessor(model_file=sys.argv[1])
 print(sum(len(p.encode(l.rstrip("\n"))) + 1 for l in open(sys.argv[2], encoding="utf-8")))
 PY
 }
-bleu_of() { "$NMT" eval --hyp "$1" --ref "$REF" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["bleu"])'; }
-same_share() { python3 - "$1" "$2" <<'PY'
+bleu_of() { "$NMT" eval --hyp "$1" --ref "$REF" --json |
+  "$PY" -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["bleu"])'; }
+same_share() { "$PY" - "$1" "$2" <<'PY'
 import sys
-a = open(sys.argv[1], encoding="utf-8").read().split("\n"); b = open(sys.argv[2], encoding="utf-8").read().split("\n")
-print(f"{100.0 * sum(x == y for x, y in zip(a, b)) / max(len(a) - 1, 1):.1f}")
+a = open(sys.argv[1], encoding="utf-8").read().splitlines()
+b = open(sys.argv[2], encoding="utf-8").read().splitlines()
+print(f"{100.0 * sum(x == y for x, y in zip(a, b)) / max(len(a), 1):.1f}")
 PY
 }
 lines=$(wc -l < "$SRC")
@@ -104,7 +117,7 @@ for beam in 1 5; do
       out="$WORK/ct2-$kind.b$beam.t$t"
       secs=$("$CT2_BIN" "$WORK/model-$kind" "$SPM" "$SRC" "$out" --beam "$beam" --threads "$t" \
         --compute-type "$ct" --length-penalty "$LP" --max-len-a "$A" --max-len-b "$B" \
-        --cap "$CAP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seconds"])')
+        --cap "$CAP" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["seconds"])')
       tok=$(tokens_of "$out")
       printf "%-34s %7s %9.1f %10.1f %8s %8s\n" "ctranslate2 $ct beam $beam" "$t" \
         "$(echo "$lines/$secs" | bc -l)" "$(echo "$tok/$secs" | bc -l)" "$(bleu_of "$out")" \
