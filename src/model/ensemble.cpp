@@ -95,11 +95,14 @@ torch::Tensor EnsembleImpl::project(const torch::Tensor& states) {
   torch::Tensor mixed;
   int64_t offset = 0;
   for (size_t i = 0; i < members_.size(); ++i) {
-    const auto part = states.narrow(-1, offset, widths_[i]);
+    // Contiguous, so that the product takes the same kernels as a single model's.
+    const auto part = states.narrow(-1, offset, widths_[i]).contiguous();
     offset += widths_[i];
-    const auto log_probs =
-        torch::log_softmax(members_[i]->project(part).to(torch::kFloat), -1) * weights_[i];
-    mixed = mixed.defined() ? mixed + log_probs : log_probs;
+    const auto log_probs = torch::log_softmax(members_[i]->project(part).to(torch::kFloat), -1);
+    if (mixed.defined())
+      mixed.add_(log_probs, weights_[i]);
+    else
+      mixed = log_probs.mul_(weights_[i]);
   }
   return mixed;
 }
