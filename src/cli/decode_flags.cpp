@@ -92,7 +92,7 @@ LoadedModel load_for_decoding(const std::vector<std::string>& checkpoints,
   std::vector<LoadedModel> loaded;
   for (const auto& c : checkpoints) {
     loaded.push_back(load_model(c, device));
-    check_same_vocabularies(loaded.front(), loaded.back());
+    if (loaded.size() > 1) check_same_vocabularies(loaded.front(), loaded.back());
     if (int8) loaded.back().model->quantize_int8();
   }
   log_device_and_precision("", device, flags.precision_setting, precision);

@@ -33,6 +33,18 @@ struct CorpusStats {
   int64_t invalid_utf8 = 0;  // dropped: a side is not valid UTF-8
   int64_t ratio = 0;         // dropped: longer side / shorter side over data.max_len_ratio
   int64_t duplicate = 0;     // dropped: the same pair as an earlier one (data.dedup)
+
+  // Adds another chunk's or corpus's counts.
+  CorpusStats& operator+=(const CorpusStats& o) {
+    total += o.total;
+    kept += o.kept;
+    empty += o.empty;
+    too_long += o.too_long;
+    invalid_utf8 += o.invalid_utf8;
+    ratio += o.ratio;
+    duplicate += o.duplicate;
+    return *this;
+  }
 };
 
 // Piece counts of each sequence (no BOS/EOS), as make_batches takes them.

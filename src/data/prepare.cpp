@@ -343,16 +343,6 @@ struct Filters {
   }
 };
 
-void add_stats(CorpusStats& total, const CorpusStats& s) {
-  total.total += s.total;
-  total.kept += s.kept;
-  total.empty += s.empty;
-  total.too_long += s.too_long;
-  total.invalid_utf8 += s.invalid_utf8;
-  total.ratio += s.ratio;
-  total.duplicate += s.duplicate;
-}
-
 // Encodes one corpus into `out`; returns its header entry.
 json encode_corpus_file(const CorpusConfig& corpus, const Vocabs& vocabs, Filters& filters,
                         int threads, StoreWriter& out, CorpusStats& total) {
@@ -386,7 +376,7 @@ json encode_corpus_file(const CorpusConfig& corpus, const Vocabs& vocabs, Filter
   }
   src_stamp.hash = hex64(src.content_hash());
   tgt_stamp.hash = hex64(tgt.content_hash());
-  add_stats(total, s);
+  total += s;
   spdlog::info(
       "prepared {}: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8, "
       "{} over max_len_ratio, {} duplicates",

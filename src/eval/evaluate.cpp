@@ -104,14 +104,6 @@ class AlignedChunks {
   std::string a_name_, b_name_;
 };
 
-void add_counts(CorpusStats& total, const CorpusStats& s) {
-  total.total += s.total;
-  total.kept += s.kept;
-  total.empty += s.empty;
-  total.too_long += s.too_long;
-  total.invalid_utf8 += s.invalid_utf8;
-}
-
 }  // namespace
 
 FileEval evaluate_files(Seq2Seq& model, const Vocabs& vocabs, const std::string& src,
@@ -142,7 +134,7 @@ FileEval evaluate_files(Seq2Seq& model, const Vocabs& vocabs, const std::string&
     out.result.stats.truncated += r.stats.truncated;
     out.result.stats.replaced_bytes += r.stats.replaced_bytes;
     out.result.stats.output_tokens += r.stats.output_tokens;
-    add_counts(out.pairs, set.stats);
+    out.pairs += set.stats;
     out.sentences += static_cast<int64_t>(set.src.size());
     src_lines.clear();
     ref_lines.clear();
