@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU throughput: nmt against the PyTorch peer (../shared/bench/peer_torch.py) on one CUDA device,
+# GPU throughput: nmt against the PyTorch peer (scripts/peer_torch.py) on one CUDA device,
 # same data, same SentencePiece model, same steps, all in one run.
 #   scripts/bench_gpu.sh [STEPS] [TRANSLATE_STEPS]      (defaults: 500 and 1000)
 # 1. Training target tokens/s of configs/multi30k_en_de_base.json at 4096 and 16384 batch tokens:
@@ -8,9 +8,10 @@
 # 2. Translation of test_2016_flickr (1,000 sentences, en->de) on the GPU with models trained
 #    TRANSLATE_STEPS steps at 4096 tokens: nmt greedy and beam 5, in fp32 and bf16, against the
 #    peer's greedy (fp32), with each output's BLEU.
-# Environment: NMT (default build-gpu/nmt, else build/nmt), PEER, PYTHON (a python3 with torch and
-# sentencepiece; default python3), DATA (a Multi30k directory; default data/multi30k, copied from
-# ../shared/data/multi30k when missing), BATCHES (default "4096 16384").
+# Environment: NMT (default build-gpu/nmt, else build/nmt), PEER (default scripts/peer_torch.py),
+# PYTHON (a python3 with torch and sentencepiece; default python3), DATA (a Multi30k directory;
+# default data/multi30k, copied from ../shared/data/multi30k when missing), BATCHES (default
+# "4096 16384").
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -19,7 +20,7 @@ STEPS="${1:-500}"
 TSTEPS="${2:-1000}"
 BATCHES="${BATCHES:-4096 16384}"
 PYTHON="${PYTHON:-python3}"
-PEER="${PEER:-$ROOT/../shared/bench/peer_torch.py}"
+PEER="${PEER:-$ROOT/scripts/peer_torch.py}"
 NMT="${NMT:-}"
 [[ -z "$NMT" && -x build-gpu/nmt ]] && NMT=build-gpu/nmt
 [[ -z "$NMT" ]] && NMT=build/nmt

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# Training throughput: nmt vs the PyTorch peer (../shared/bench/peer_torch.py), same data, same
+# Training throughput: nmt vs the PyTorch peer (scripts/peer_torch.py), same data, same
 # SentencePiece model, same steps, same threads, in one run on this machine; then the machine's
 # sgemm peak, measured in the same run, and the fraction of it that training turns into useful work.
 #   scripts/bench_train.sh [STEPS] [THREADS]     (defaults: 100 steps, 2 threads)
 # NMT_SET="KEY=VALUE ..." adds config settings to nmt's run, e.g. NMT_SET=train.precision=fp32
 # (the config's precision is auto: bfloat16 products on AVX512-BF16 CPUs, else float32). The
-# peer runs as shipped (float32, its only CPU precision); when nmt ran in bf16, a copy of the peer
-# with its autocast pointed at the CPU (torch.autocast("cpu", bfloat16) around forward and loss,
-# a one-line change a PyTorch user could make) runs too and gets a ratio of its own
-# (PEER_AUTOCAST=0 skips it). The efficiency figure is taken against the float32 (sgemm) peak,
-# and against the bfloat16 GEMM's where the CPU has one.
+# peer runs in float32, its default; when nmt ran in bf16, the peer runs again with --bf16
+# (torch.autocast("cpu", bfloat16) around its forward pass, the one-line change a PyTorch user
+# could make) and gets a ratio of its own (PEER_AUTOCAST=0 skips it). PEER names another peer
+# script. The efficiency figure is taken against the float32 (sgemm) peak, and against the
+# bfloat16 GEMM's where the CPU has one.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 source scripts/bench_lib.sh
 STEPS="${1:-100}"
 THREADS="${2:-2}"
-PEER="${PEER:-$ROOT/../shared/bench/peer_torch.py}"
+PEER="${PEER:-$ROOT/scripts/peer_torch.py}"
 OUT="$ROOT/bench/train"
 
 require_nmt
@@ -33,13 +33,13 @@ scripts/peak_rss.py "$OUT/nmt.rss" build/nmt train --config configs/multi30k_en_
   --set train.valid_every=0 --set data.valid_src= --set data.valid_tgt= "${EXTRA[@]}" 2>&1 | tee "$OUT/nmt.log" | grep -E "step|data" || true
 ours=$(train_rate "$OUT/nmt/metrics.jsonl")
 
-# run_peer SCRIPT NAME [FLAGS...]: the peer script trains STEPS steps at THREADS threads on nmt's
+# run_peer NAME [FLAGS...]: the peer trains STEPS steps at THREADS threads on nmt's
 # SentencePiece model; its JSON line in $OUT/NAME.json (and shown), its stderr in $OUT/NAME.log,
 # its peak RSS in $OUT/NAME.rss.
 run_peer() {
-  local script="$1" name="$2"
-  shift 2
-  scripts/peak_rss.py "$OUT/$name.rss" /usr/bin/python3 "$script" train --spm "$OUT/nmt/spm.model" \
+  local name="$1"
+  shift
+  scripts/peak_rss.py "$OUT/$name.rss" /usr/bin/python3 "$PEER" train --spm "$OUT/nmt/spm.model" \
     --src data/multi30k/train.en --tgt data/multi30k/train.de --steps "$STEPS" --threads "$THREADS" \
     "$@" 2>"$OUT/$name.log" | tee "$OUT/$name.json"
 }
@@ -49,22 +49,15 @@ peer_rate() {
 }
 
 echo "== peer: $PEER, $STEPS steps, $THREADS threads"
-run_peer "$PEER" peer
+run_peer peer
 peer=$(peer_rate peer)
 
 precision=$(sed -n 's/.*, precision \([a-z0-9]*\).*/\1/p' "$OUT/nmt.log" | head -1)
 peer_bf16=0
 if [[ "$precision" == bf16 && "${PEER_AUTOCAST:-1}" != 0 ]]; then
-  # The peer's autocast is CUDA's; the copy points it at the CPU when the device is the CPU.
-  sed 's/torch.autocast("cuda", dtype=torch.bfloat16)/torch.autocast("cuda" if a.device.startswith("cuda") else "cpu", dtype=torch.bfloat16)/' \
-    "$PEER" >"$OUT/peer_cpu_autocast.py"
-  if cmp -s "$PEER" "$OUT/peer_cpu_autocast.py"; then
-    echo "== the peer's autocast line was not found: no bf16 peer" >&2
-  else
-    echo "== peer with CPU bf16 autocast: $STEPS steps, $THREADS threads"
-    run_peer "$OUT/peer_cpu_autocast.py" peer_bf16 --bf16
-    peer_bf16=$(peer_rate peer_bf16)
-  fi
+  echo "== peer with CPU bf16 autocast (--bf16): $STEPS steps, $THREADS threads"
+  run_peer peer_bf16 --bf16
+  peer_bf16=$(peer_rate peer_bf16)
 fi
 
 echo "== the machine's sgemm peak at $THREADS threads, now"
@@ -82,7 +75,7 @@ peak, mflop, bf16_peak = float(sys.argv[7]), float(sys.argv[8]), float(sys.argv[
 precision, peer_bf16 = sys.argv[10], float(sys.argv[11])
 print(f"\ntraining target tokens/s over {steps} steps at {threads} threads")
 print(f"  nmt  : {ours:9.1f}  (precision {precision})")
-print(f"  peer : {peer:9.1f}  (fp32, as shipped)")
+print(f"  peer : {peer:9.1f}  (fp32)")
 print(f"  ratio: {ours / peer:9.2f}x")
 if peer_bf16 > 0:
     print(f"  peer with CPU bf16 autocast: {peer_bf16:9.1f}")

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Translation speed and quality: nmt greedy and beam 5 vs the PyTorch peer's greedy
-# (../shared/bench/peer_torch.py translate, which re-decodes the whole prefix at every step), on
+# (scripts/peer_torch.py translate, which re-decodes the whole prefix at every step), on
 # Multi30k test_2016_flickr en->de, with models trained for the same steps in this run.
 #   scripts/bench_translate.sh [STEPS] [THREADS]     (defaults: 800 steps, 2 threads)
 # Environment: WARMUP (Noam warm-up for both trainers, default STEPS), RETRAIN=1 to retrain
-# models left by an earlier run in bench/translate.
+# models left by an earlier run in bench/translate, PEER (default scripts/peer_torch.py).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -12,7 +12,7 @@ source scripts/bench_lib.sh
 STEPS="${1:-800}"
 THREADS="${2:-2}"
 WARMUP="${WARMUP:-$STEPS}"
-PEER="${PEER:-$ROOT/../shared/bench/peer_torch.py}"
+PEER="${PEER:-$ROOT/scripts/peer_torch.py}"
 OUT="$ROOT/bench/translate"
 SRC=data/multi30k/test_2016_flickr.en
 REF=data/multi30k/test_2016_flickr.de
