@@ -2,6 +2,7 @@
 
 #include "helpers.h"
 #include "util/io.h"
+#include "util/line_reader.h"
 #include "util/util.h"
 
 using namespace nmt;
@@ -49,6 +50,52 @@ TEST(Files, CountLinesWithAndWithoutFinalNewline) {
   EXPECT_EQ(count_lines(dir / "a"), 3);
   EXPECT_EQ(count_lines(dir / "b"), 3);
   EXPECT_EQ(count_lines(dir / "c"), 0);
+}
+
+// One reader for every input: plain, gzip (several members too), CRLF, no final newline; the
+// same lines and content hash either way.
+TEST(Files, LineReaderReadsPlainAndGzipAlike) {
+  nmt_test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 50000; ++i) text += "line " + std::to_string(i) + (i % 7 ? "\n" : "\r\n");
+  text += "last";
+  nmt_test::write_text(dir / "plain", text);
+  const std::string half = text.substr(0, 300001), rest = text.substr(300001);
+  nmt_test::write_text(dir / "a", half);
+  nmt_test::write_text(dir / "b", rest);
+  ASSERT_EQ(nmt_test::run_command("gzip -c " + (dir / "plain") + " > " + (dir / "one.gz") +
+                                  " && gzip -c " + (dir / "a") + " > " + (dir / "two.gz") +
+                                  " && gzip -c " + (dir / "b") + " >> " + (dir / "two.gz"))
+                .status,
+            0);
+  const auto want = read_lines(dir / "plain");
+  ASSERT_EQ(want.size(), 50001u);
+  EXPECT_EQ(want[7], "line 7");
+  EXPECT_EQ(want.back(), "last");
+  EXPECT_EQ(read_lines(dir / "one.gz"), want);
+  EXPECT_EQ(read_lines(dir / "two.gz"), want);
+  EXPECT_EQ(count_lines(dir / "two.gz"), 50001);
+  LineReader a(dir / "plain"), b(dir / "two.gz");
+  std::string line;
+  while (a.next(line)) {
+  }
+  while (b.next(line)) {
+  }
+  EXPECT_EQ(a.content_hash(), b.content_hash());
+  // A gzip file cut short names the file and the last whole line.
+  const std::string gz = nmt_test::read_text(dir / "one.gz");
+  nmt_test::write_text(dir / "cut.gz", gz.substr(0, gz.size() / 2));
+  try {
+    read_lines(dir / "cut.gz");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find((dir / "cut.gz") + ": cannot read past line "),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(Files, AvailableMemoryIsRead) {
+  EXPECT_GT(available_memory_bytes(), int64_t{1} << 20);
 }
 
 TEST(Files, AtomicWriteReplacesContentAndLeavesNoTemp) {

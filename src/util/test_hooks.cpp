@@ -57,6 +57,8 @@ TestHooks read_hooks() {
   }
   if (const char* v = env("NMT_DEBUG_CHECK_REPLICAS")) h.check_replicas = std::string(v) == "1";
   h.no_bf16 = std::getenv("NMT_DEBUG_NO_BF16") != nullptr;
+  if (const char* v = env("NMT_DEBUG_MEMORY_AVAILABLE"))
+    h.memory_available = integer("NMT_DEBUG_MEMORY_AVAILABLE", v);
   return h;
 }
 

@@ -9,6 +9,7 @@
 //                                     torchrun's first attempt only
 //   NMT_DEBUG_CHECK_REPLICAS=1        compare the ranks' weights bit for bit after every step
 //   NMT_DEBUG_NO_BF16                 act as a CPU without bfloat16 products
+//   NMT_DEBUG_MEMORY_AVAILABLE=BYTES  act as a machine with this much memory available
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct TestHooks {
   int64_t exit_step = -1;
   bool check_replicas = false;
   bool no_bf16 = false;
+  int64_t memory_available = 0;  // bytes; 0: what the machine says
 
   bool nan_at(int64_t attempt) const;
   bool oom_at(int64_t attempt) const;

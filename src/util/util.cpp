@@ -1,5 +1,7 @@
 #include "util/util.h"
 
+#include "util/line_reader.h"
+
 #include <fcntl.h>
 #include <malloc.h>
 #include <unistd.h>
@@ -181,30 +183,45 @@ std::string read_file(const std::string& path) {
 }
 
 std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path + ": " + std::strerror(errno));
+  LineReader reader(path);
   std::vector<std::string> lines;
   std::string line;
-  while (std::getline(in, line)) {
-    chomp_cr(line);
-    lines.push_back(std::move(line));
-  }
-  if (in.bad()) throw Error("cannot read " + path);
+  while (reader.next(line)) lines.push_back(std::move(line));
   return lines;
 }
 
-int64_t count_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path + ": " + std::strerror(errno));
-  int64_t n = 0;
-  char buf[1 << 16];
-  bool last_newline = true;
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    const auto got = in.gcount();
-    n += std::count(buf, buf + got, '\n');
-    last_newline = buf[got - 1] == '\n';
+namespace {
+// A number in a /proc or /sys file after `key` ("" : the first), times `unit`; -1 if none.
+int64_t number_in(const std::string& path, const std::string& key, int64_t unit) {
+  std::ifstream in(path);
+  std::string word;
+  while (in >> word) {
+    if (!key.empty() && word != key) continue;
+    if (!key.empty() && !(in >> word)) return -1;
+    try {
+      return std::stoll(word) * unit;
+    } catch (const std::exception&) {
+      return -1;  // "max": no limit
+    }
   }
-  return last_newline ? n : n + 1;  // a last line without '\n' still counts
+  return -1;
+}
+}  // namespace
+
+int64_t available_memory_bytes() {
+  int64_t have = number_in("/proc/meminfo", "MemAvailable:", 1024);
+  const int64_t limit = number_in("/sys/fs/cgroup/memory.max", "", 1);
+  const int64_t used = number_in("/sys/fs/cgroup/memory.current", "", 1);
+  if (limit > 0 && used >= 0 && (have < 0 || limit - used < have)) have = limit - used;
+  return std::max<int64_t>(have, 0);
+}
+
+int64_t count_lines(const std::string& path) {
+  LineReader reader(path);
+  std::string line;
+  while (reader.next(line)) {
+  }
+  return reader.lines();
 }
 
 std::string format_duration(double seconds) {

@@ -79,7 +79,13 @@ void chomp_cr(std::string& line);
 
 bool file_exists(const std::string& path);
 std::string read_file(const std::string& path);
+// Every line of a file, plain or gzip, as LineReader reads them ("-": standard input).
 std::vector<std::string> read_lines(const std::string& path);
+// Bytes of memory this process may still take: MemAvailable of /proc/meminfo, or less when a
+// cgroup limit leaves less; 0 when neither can be read.
+int64_t available_memory_bytes();
+
+// How many lines read_lines would give (of the decompressed text for gzip).
 int64_t count_lines(const std::string& path);
 
 // "H:MM:SS" (hours not wrapped), "?" for a negative or non-finite time.
