@@ -6,7 +6,7 @@
 #   scripts/gpu_deps.sh unpack DIR PREFIX   unpacks them into PREFIX (needs only dpkg-deb);
 #                                           then build with NMT_DEPS=PREFIX/usr scripts/gpu_build.sh
 set -euo pipefail
-PACKAGES=(libsentencepiece0 libsentencepiece-dev libcli11-dev libspdlog1.10 libspdlog-dev libfmt9
+PACKAGES=(libsentencepiece0 libsentencepiece-dev libxxhash-dev libcli11-dev libspdlog1.10 libspdlog-dev libfmt9
   libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev)
 case "${1:-}" in
   fetch)

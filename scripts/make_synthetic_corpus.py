@@ -68,8 +68,10 @@ def render(ids, lengths, space, newline, special):
     return b"".join(parts)
 
 
-def block(index, lines, cdf):
-    rng = np.random.Generator(np.random.PCG64([index, 7]))
+def block(index, lines, cdf, seed=0):
+    # Seed 0 is the corpus as it always was; another seed gives other sentences of the same
+    # words and lengths (held-out text).
+    rng = np.random.Generator(np.random.PCG64([index, 7] if seed == 0 else [index, 7, seed]))
     src_len = np.clip(np.rint(rng.gamma(3.5, 7.3, lines)), 1, 100).astype(np.int64)
     tgt_len = np.clip(src_len + rng.integers(-2, 3, lines), 1, 100).astype(np.int64)
     kind = rng.random(lines)
@@ -110,6 +112,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("n", type=int, help="lines (pairs)")
     p.add_argument("out", help="output prefix: writes OUT.src and OUT.tgt")
+    p.add_argument("--seed", type=int, default=0, help="0: the corpus; others: held-out text")
     args = p.parse_args()
     if args.n < 0:
         sys.exit("make_synthetic_corpus.py: N must be >= 0")
@@ -122,7 +125,7 @@ def main():
     with open(args.out + ".src", "wb") as src, open(args.out + ".tgt", "wb") as tgt:
         for index, first in enumerate(range(0, args.n, BLOCK)):
             lines = min(BLOCK, args.n - first)
-            s_ids, s_len, s_sp, t_ids, t_len, t_sp = block(index, BLOCK, cdf)
+            s_ids, s_len, s_sp, t_ids, t_len, t_sp = block(index, BLOCK, cdf, args.seed)
             # A block is always made whole, then cut: a corpus is a prefix of a larger one.
             s_ids = s_ids[:int(s_len[:lines].sum())]
             t_ids = t_ids[:int(t_len[:lines].sum())]

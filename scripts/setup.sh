@@ -15,6 +15,7 @@ PACKAGES=(
   libsentencepiece-dev sentencepiece
   libcli11-dev libspdlog-dev nlohmann-json3-dev
   zlib1g-dev              # gzip corpora (nmt prepare)
+  libxxhash-dev           # the token store's checksums (XXH3)
   libgtest-dev libbenchmark-dev
   iproute2                # ip netns: the two-machine data-parallel test (scripts/two_machines.sh)
   iptables                # a firewall on one of those machines (FIREWALL=1)

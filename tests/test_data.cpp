@@ -112,3 +112,34 @@ TEST(Batching, BucketingKeepsPaddingLow) {
   }
   EXPECT_LT(static_cast<double>(padded) / static_cast<double>(real), 1.15);
 }
+
+// The filters every pair goes through, by hand: the order, the counts, truncation.
+TEST(PairFilter, DropsInOrderAndCounts) {
+  CorpusStats s;
+  const PairFilter f{4, 2.0, false};
+  std::vector<int> x = {1, 2}, y = {};
+  EXPECT_FALSE(f.keep(x, y, s));  // empty before anything else
+  EXPECT_EQ(s.empty, 1);
+  x = {1, 2, 3, 4, 5};
+  y = {1};
+  EXPECT_FALSE(f.keep(x, y, s));  // over max_len before the ratio
+  EXPECT_EQ(s.too_long, 1);
+  EXPECT_EQ(s.ratio, 0);
+  x = {1, 2, 3};
+  y = {1};
+  EXPECT_FALSE(f.keep(x, y, s));  // 3 > 2.0 x 1
+  EXPECT_EQ(s.ratio, 1);
+  x = {1, 2};
+  y = {1};
+  EXPECT_TRUE(f.keep(x, y, s));  // 2 = 2.0 x 1 stays
+  // Validation sets: cut to max_len (counted), no ratio.
+  const PairFilter cut{3, 0, true};
+  x = {1, 2, 3, 4, 5};
+  y = {1};
+  EXPECT_TRUE(cut.keep(x, y, s));
+  EXPECT_EQ(x, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(s.too_long, 2);
+  EXPECT_TRUE(PairFilter::valid_text("Grüße"));
+  EXPECT_FALSE(PairFilter::valid_text(std::string("a\0b", 3)));
+  EXPECT_FALSE(PairFilter::valid_text("\xC3"));
+}

@@ -3,6 +3,9 @@
 // replaced, corpus weights, and training from text and from a store giving the same run.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -168,7 +171,7 @@ TEST(Store, FiltersAndCountsEveryDroppedPair) {
   EXPECT_EQ(pair_text(*s, 0), std::make_pair(std::string("one hundred two"),
                                              std::string("two hundred one")));
   EXPECT_EQ(pair_text(*s, 1).second, "four");
-  EXPECT_EQ(s->header()["tokens"]["bytes_per_id"], 2);
+  EXPECT_EQ(s->header().bytes_per_id, 2);
   // Off by default: the duplicate and the unequal pair are kept.
   prepare_store(config_for(dir / "s", dir / "t", {"data.max_len=" + std::to_string(max_len)}),
                 &tiny_vocabs(), dir / "plain", 1);
@@ -265,12 +268,129 @@ TEST(Store, DamagedOldOrForeignStoresAreRefusedWithTheReason) {
   auto other = SentencePiece::train("alpha beta gamma delta\nbeta gamma delta alpha\n", o);
   const Vocabs others{other, other, true};
   const auto store = TokenStore::open(dir / "good");
-  EXPECT_NE(store->vocab_mismatch(others).find("another vocabulary"), std::string::npos);
-  EXPECT_NE(store_mismatch(*store, c, &others).find("another vocabulary"), std::string::npos);
-  EXPECT_EQ(store_mismatch(*store, c, &tiny_vocabs()), "");
+  EXPECT_NE(store->vocab_mismatch(others).value_or("").find("another vocabulary"),
+            std::string::npos);
+  const StoreMismatch vocab = store_mismatch(*store, c, &others);
+  EXPECT_EQ(vocab.kind, StoreMismatch::Kind::kVocabulary);
+  EXPECT_NE(vocab.why.find("another vocabulary"), std::string::npos);
+  EXPECT_FALSE(store_mismatch(*store, c, &tiny_vocabs()));
+  EXPECT_EQ(store_mismatch(*store, config_for(dir / "s", dir / "t", {"data.dedup=true"}),
+                           &tiny_vocabs()).kind,
+            StoreMismatch::Kind::kFilters);
+  EXPECT_EQ(store_mismatch(*store, config_for(dir / "t", dir / "s"), &tiny_vocabs()).kind,
+            StoreMismatch::Kind::kCorpora);
   // An input that changed since.
   write_text(dir / "t", "two hundred one\nfour hundred six\n");
-  EXPECT_NE(store_mismatch(*store, c, &tiny_vocabs()).find(" changed"), std::string::npos);
+  const StoreMismatch changed = store_mismatch(*store, c, &tiny_vocabs());
+  EXPECT_EQ(changed.kind, StoreMismatch::Kind::kInputChanged);
+  EXPECT_NE(changed.why.find(" changed"), std::string::npos);
+}
+
+// A store whose bytes changed after it was written: ids out of the vocabulary, ids inside it
+// (same size), a cut or grown index. Each is refused naming the file, before any pair is read.
+TEST(Store, DamagedBytesAreRefusedNamingTheFile) {
+  nmt_test::TempDir dir;
+  std::string s, t;
+  for (int i = 0; i < 200; ++i) {
+    s += "one hundred " + std::to_string(i % 7) + " two\n";
+    t += "nine hundred " + std::to_string(i % 5) + "\n";
+  }
+  write_text(dir / "s", s);
+  write_text(dir / "t", t);
+  prepare_store(config_for(dir / "s", dir / "t"), &tiny_vocabs(), dir / "good", 1);
+  const auto good = TokenStore::open(dir / "good");
+  EXPECT_EQ(good->header().version, kStoreVersion);
+  EXPECT_EQ(good->header().checksums.size(), 3u);
+  EXPECT_EQ(good->header().src_vocab_size, tiny_vocabs().src.size());
+  auto damaged = [&](const std::string& name, const std::string& file, size_t at,
+                     const std::string& bytes) {
+    fs::copy(dir / "good", dir / name, fs::copy_options::recursive);
+    std::string content = read_text(dir / (name + "/" + file));
+    content.replace(at, bytes.size(), bytes);
+    write_text(dir / (name + "/" + file), content);
+    return error_of([&] { TokenStore::open(dir / name); });
+  };
+  const std::string tokens = read_text(dir / "good/tokens.bin"),
+                    offsets = read_text(dir / "good/offsets.bin");
+  // Another id inside the vocabulary, and an index entry one off.
+  const std::string high("\xFF\xFF", 2), low(1, static_cast<char>(tokens[100] == 5 ? 6 : 5)),
+      index(1, static_cast<char>(offsets[8] + 1));
+  std::string e = damaged("high", "tokens.bin", 100, high);
+  EXPECT_NE(e.find(dir / "high/tokens.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("checksum"), std::string::npos) << e;
+  e = damaged("low", "tokens.bin", 100, low);
+  EXPECT_NE(e.find(dir / "low/tokens.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("checksum"), std::string::npos) << e;
+  e = damaged("index", "offsets.bin", 8, index);
+  EXPECT_NE(e.find(dir / "index/offsets.bin"), std::string::npos) << e;
+  // Without checksums (a version 1 header): out-of-vocabulary ids and a broken index are still
+  // found, by the id range and the lengths.
+  auto v1 = [&](const std::string& name) {
+    auto h = json::parse(read_text(dir / (name + "/header.json")));
+    h["version"] = 1;
+    h.erase("checksums");
+    h["vocab"].erase("src_size");
+    h["vocab"].erase("tgt_size");
+    write_text(dir / (name + "/header.json"), h.dump(2));
+    return error_of([&] { TokenStore::open(dir / name); });
+  };
+  e = v1("high");
+  EXPECT_NE(e.find(dir / "high/tokens.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("holds id 65535"), std::string::npos) << e;
+  EXPECT_NE(e.find("outside the vocabulary of " + std::to_string(tiny_vocabs().src.size())),
+            std::string::npos) << e;
+  e = v1("index");
+  EXPECT_NE(e.find(dir / "index/offsets.bin"), std::string::npos) << e;
+  // From the command line: one line, exit 1, no backtrace.
+  auto r = run_command(nmt_bin() + " train --config configs/quickstart.json --run-dir " +
+                       (dir / "run") + " --set data.train_store=" + (dir / "low") +
+                       " --set train.max_steps=1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("nmt: error: token store " + (dir / "low/tokens.bin") + " is damaged"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
+}
+
+// A store written by the previous format (version 1, as nmt wrote it before checksums) opens
+// and reads the same pairs.
+TEST(Store, VersionOneStoresStillOpen) {
+  const std::string fixture = nmt_test::source_dir() + "/tests/fixtures/store_v1";
+  const auto store = TokenStore::open(fixture);
+  EXPECT_EQ(store->header().version, 1);
+  EXPECT_TRUE(store->header().checksums.empty());
+  ASSERT_EQ(store->size(), 3);
+  const Vocabs v = store->vocabs();
+  std::vector<int64_t> x;
+  store->append_src(1, x);
+  EXPECT_EQ(v.src.decode(std::vector<int>(x.begin(), x.end())), "three hundred four");
+  EXPECT_EQ(store->stats().total, 4);
+  EXPECT_EQ(store->header().inputs.size(), 1u);
+}
+
+// A prepare killed with SIGKILL leaves DIR.tmp-PID; the next prepare of DIR removes it (and the
+// directories of prepares that still run, or that hold other files, stay).
+TEST(Store, StaleTemporaryDirectoriesAreRemoved) {
+  nmt_test::TempDir dir;
+  write_text(dir / "s", "one hundred two\nthree hundred four\n");
+  write_text(dir / "t", "two hundred one\nfour hundred three\n");
+  // A process that has ended: its id is free (the kernel does not hand it out again at once).
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  const std::string stale = dir / ("store.tmp-" + std::to_string(gone));
+  fs::create_directories(stale);
+  write_text(stale + "/tokens.bin", "partial");
+  const std::string running = dir / ("store.tmp-" + std::to_string(::getppid()));
+  fs::create_directories(running);
+  const std::string foreign = dir / ("store.tmp-" + std::to_string(gone + 1000000));
+  fs::create_directories(foreign);
+  write_text(foreign + "/notes.txt", "mine");
+  prepare_store(config_for(dir / "s", dir / "t"), &tiny_vocabs(), dir / "store", 1);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(running));
+  EXPECT_TRUE(fs::exists(foreign));
+  EXPECT_NO_THROW(TokenStore::open(dir / "store"));
 }
 
 TEST(BatchPlan, EqualsTheSortItReplaced) {
@@ -417,4 +537,22 @@ TEST(Store, EveryFailedWriteOfPrepareLeavesNoStore) {
       EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos)
           << ops[n - 1] << ": " << e.path();
   }
+}
+
+// A vocabulary sample that would not fit in memory is refused before SentencePiece starts,
+// naming the key to lower; the estimate grows with the sample.
+TEST(Store, VocabularyThatWouldNotFitIsRefusedNamingTheKey) {
+  nmt_test::TempDir dir;
+  const std::string data = make_data(dir, "data", 100);
+  const std::string cmd = nmt_bin() + " prepare --vocab-only --config configs/quickstart.json"
+                          " --set vocab.size=60 --set data.train_src=" + data +
+                          "/train.en --set data.train_tgt=" + data + "/train.de --out ";
+  auto r = run_command("NMT_DEBUG_MEMORY_AVAILABLE=1000000 " + cmd + (dir / "v1"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("lower vocab.input_sentence_size"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "v1/spm.model"));
+  r = run_command(cmd + (dir / "v2"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_LT(vocab_training_memory(100000000, 500000), vocab_training_memory(200000000, 1000000));
+  EXPECT_GT(vocab_training_memory(200000000, 1000000), int64_t{4} * 200000000);
 }

@@ -212,6 +212,8 @@ void visit(VocabConfig& c, V& v) {
     "share of characters the vocabulary must cover (0.98 for CJK)", in_range(0.5, 1.0));
   v("input_sentence_size", c.input_sentence_size, "sentences sampled to train the vocabulary",
     at_least(1));
+  v("max_sentence_length", c.max_sentence_length,
+    "longer lines (in bytes) are left out of the vocabulary's sample", at_least(1));
   v("model", c.model, "existing joint .model file; \"\" = train one into the run directory",
     any<std::string>());
   v("src_model", c.src_model, "existing source .model when joint = false; \"\" = train one",

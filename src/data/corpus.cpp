@@ -13,6 +13,30 @@ std::vector<int64_t> sequence_lengths(const std::vector<std::vector<int>>& seqs)
   return out;
 }
 
+bool PairFilter::valid_text(std::string_view text) {
+  return is_valid_utf8(text) && text.find('\0') == std::string_view::npos;
+}
+
+bool PairFilter::keep(std::vector<int>& x, std::vector<int>& y, CorpusStats& s) const {
+  const auto nx = static_cast<int64_t>(x.size()), ny = static_cast<int64_t>(y.size());
+  if (nx == 0 || ny == 0) {
+    ++s.empty;
+    return false;
+  }
+  if (max_len > 0 && (nx > max_len || ny > max_len)) {
+    ++s.too_long;
+    if (!truncate) return false;
+    x.resize(std::min(x.size(), static_cast<size_t>(max_len)));
+    y.resize(std::min(y.size(), static_cast<size_t>(max_len)));
+  }
+  if (max_len_ratio > 0 && static_cast<double>(std::max(nx, ny)) >
+                               max_len_ratio * static_cast<double>(std::min(nx, ny))) {
+    ++s.ratio;
+    return false;
+  }
+  return true;
+}
+
 Corpus encode_corpus(const std::vector<std::string>& src_lines,
                      const std::vector<std::string>& tgt_lines, const SentencePiece& src_vocab,
                      const SentencePiece& tgt_vocab, int64_t max_len, bool truncate,
@@ -20,30 +44,18 @@ Corpus encode_corpus(const std::vector<std::string>& src_lines,
   if (src_lines.size() != tgt_lines.size())
     throw Error("encode_corpus: " + std::to_string(src_lines.size()) + " source lines but " +
                 std::to_string(tgt_lines.size()) + " target lines");
+  const PairFilter filter{max_len, 0, truncate};
   CorpusStats s;
   Corpus corpus;
   s.total = static_cast<int64_t>(src_lines.size());
   for (size_t i = 0; i < src_lines.size(); ++i) {
-    const auto& a = src_lines[i];
-    const auto& b = tgt_lines[i];
-    if (!is_valid_utf8(a) || !is_valid_utf8(b) || a.find('\0') != std::string::npos ||
-        b.find('\0') != std::string::npos) {
+    if (!PairFilter::valid_text(src_lines[i]) || !PairFilter::valid_text(tgt_lines[i])) {
       ++s.invalid_utf8;
       continue;
     }
-    auto x = src_vocab.encode(a);
-    auto y = tgt_vocab.encode(b);
-    if (x.empty() || y.empty()) {
-      ++s.empty;
-      continue;
-    }
-    if (max_len > 0 &&
-        (static_cast<int64_t>(x.size()) > max_len || static_cast<int64_t>(y.size()) > max_len)) {
-      ++s.too_long;
-      if (!truncate) continue;
-      x.resize(std::min<size_t>(x.size(), static_cast<size_t>(max_len)));
-      y.resize(std::min<size_t>(y.size(), static_cast<size_t>(max_len)));
-    }
+    auto x = src_vocab.encode(src_lines[i]);
+    auto y = tgt_vocab.encode(tgt_lines[i]);
+    if (!filter.keep(x, y, s)) continue;
     corpus.src.push_back(std::move(x));
     corpus.tgt.push_back(std::move(y));
   }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/pairs.h"
@@ -47,12 +48,27 @@ struct CorpusStats {
   }
 };
 
+// The filters every pair goes through, training data (nmt prepare) and validation and test sets
+// alike, in this order: a side that is not valid UTF-8 or holds NUL, an empty side, a side over
+// max_len pieces, a longer side over max_len_ratio x the shorter. (Duplicates, a training-data
+// filter only, come after these: data/prepare.cpp.)
+struct PairFilter {
+  int64_t max_len = 0;       // pieces a side may have (0: any)
+  double max_len_ratio = 0;  // longer side / shorter side, in pieces (0: off)
+  bool truncate = false;     // a side over max_len is cut to it (and counted) instead of dropped
+
+  // Whether a side may be encoded: valid UTF-8 without NUL.
+  static bool valid_text(std::string_view text);
+  // The length filters on an encoded pair: true when it stays (cut, with truncate); a drop or cut
+  // is counted in `stats`.
+  bool keep(std::vector<int>& x, std::vector<int>& y, CorpusStats& stats) const;
+};
+
 // Piece counts of each sequence (no BOS/EOS), as make_batches takes them.
 std::vector<int64_t> sequence_lengths(const std::vector<std::vector<int>>& seqs);
 
-// Encodes aligned lines in memory (validation and test sets): drops invalid UTF-8 and empty
-// pairs; over-long pairs are cut to max_len with `truncate`, else dropped (counted in too_long
-// either way). Throws Error when the line counts differ.
+// Encodes aligned lines in memory (validation and test sets) through PairFilter{max_len, 0,
+// truncate}. Throws Error when the line counts differ.
 Corpus encode_corpus(const std::vector<std::string>& src_lines,
                      const std::vector<std::string>& tgt_lines, const SentencePiece& src_vocab,
                      const SentencePiece& tgt_vocab, int64_t max_len, bool truncate,

@@ -1,8 +1,10 @@
 #include "data/prepare.h"
 
 #include <spdlog/spdlog.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -15,6 +17,7 @@
 #include "util/hash.h"
 #include "util/io.h"
 #include "util/line_reader.h"
+#include "util/test_hooks.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -24,34 +27,28 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// vocab_training_memory's fit (see there).
+constexpr int64_t kVocabBytesPerByte = 24;
+constexpr int64_t kVocabBytesPerLine = 100;
+constexpr int64_t kVocabBaseBytes = 300000000;
+
 std::string absolute_path(const std::string& path) {
   return fs::absolute(path).lexically_normal().string();
 }
 
-json inputs_json(const Config& c) {
-  json out = json::array();
+// The inputs' absolute paths, as the header records them.
+std::vector<std::pair<std::string, std::string>> input_paths(const Config& c) {
+  std::vector<std::pair<std::string, std::string>> out;
   for (const auto& k : training_corpora(c.data))
-    out.push_back({{"src", absolute_path(k.src)}, {"tgt", absolute_path(k.tgt)}});
+    out.emplace_back(absolute_path(k.src), absolute_path(k.tgt));
   return out;
 }
 
-json filters_json(const DataConfig& d) {
-  return {{"max_len", d.max_len}, {"max_len_ratio", d.max_len_ratio}, {"dedup", d.dedup}};
-}
-
-// The vocab keys a trained vocabulary depends on.
-json vocab_training_json(const VocabConfig& v) {
-  return {{"joint", v.joint},
-          {"size", v.size},
-          {"model_type", name_of(v.model_type)},
-          {"character_coverage", v.character_coverage},
-          {"input_sentence_size", v.input_sentence_size},
-          {"src_model", v.src_model},
-          {"tgt_model", v.tgt_model}};
-}
-
-bool usable_line(const std::string& line) {
-  return is_valid_utf8(line) && line.find('\0') == std::string::npos && !trim(line).empty();
+// A line the vocabulary may be trained on: valid UTF-8 without NUL, not blank, and no longer
+// than vocab.max_sentence_length bytes (so that the sample's memory has a bound).
+bool usable_line(const std::string& line, int64_t max_bytes) {
+  return static_cast<int64_t>(line.size()) <= max_bytes && PairFilter::valid_text(line) &&
+         !trim(line).empty();
 }
 
 // Algorithm R over the lines offered: the first k in order while there are no more than k,
@@ -69,18 +66,21 @@ class Reservoir {
     if (j < k_) lines_[j] = line;
   }
   int64_t seen() const { return seen_; }
-  std::string text() const {
+  size_t size() const { return lines_.size(); }
+  // The sample, one line a '\n'; the lines themselves are let go (one copy, not two).
+  std::string take_text() {
     size_t bytes = 0;
     for (const auto& l : lines_) bytes += l.size() + 1;
     std::string out;
     out.reserve(bytes);
-    for (const auto& l : lines_) {
+    for (auto& l : lines_) {
       out += l;
       out += '\n';
+      std::string().swap(l);
     }
+    std::vector<std::string>().swap(lines_);
     return out;
   }
-  size_t size() const { return lines_.size(); }
 
  private:
   size_t k_;
@@ -89,6 +89,23 @@ class Reservoir {
   int64_t seen_ = 0;
 };
 
+// Refuses a sample whose training would need more memory than the machine has.
+void check_vocab_memory(const Config& c, int64_t bytes, int64_t lines) {
+  const int64_t need = vocab_training_memory(bytes, lines);
+  const int64_t hooked = test_hooks().memory_available;
+  const int64_t have = hooked > 0 ? hooked : available_memory_bytes();
+  const double gb = 1e9;
+  spdlog::info("vocabulary sample: {} lines, {:.0f} MB of text; training needs about {:.1f} GB "
+               "({:.1f} GB available)", lines, bytes / 1e6, need / gb, have / gb);
+  if (have <= 0 || need <= have) return;
+  throw Error(fmt::format(
+      "training the vocabulary on {} sampled lines ({:.0f} MB of text) needs about {:.1f} GB of "
+      "memory and {:.1f} GB are available: lower vocab.input_sentence_size (now {}; about {} "
+      "lines would fit) or vocab.max_sentence_length (now {}), or give a trained vocab.model",
+      lines, bytes / 1e6, need / gb, have / gb, c.vocab.input_sentence_size,
+      static_cast<int64_t>(static_cast<double>(lines) * have / need), c.vocab.max_sentence_length));
+}
+
 SentencePiece train_one(const Config& c, const std::vector<std::string>& files,
                         const std::string& name, int threads) {
   Reservoir sample(c.vocab.input_sentence_size);
@@ -96,17 +113,21 @@ SentencePiece train_one(const Config& c, const std::vector<std::string>& files,
   for (const auto& path : files) {
     LineReader reader(path);
     while (reader.next(line))
-      if (usable_line(line)) sample.offer(line);
+      if (usable_line(line, c.vocab.max_sentence_length)) sample.offer(line);
   }
+  const auto lines = static_cast<int64_t>(sample.size());
+  const std::string text = sample.take_text();
+  check_vocab_memory(c, static_cast<int64_t>(text.size()), lines);
   spdlog::info("training SentencePiece {} vocabulary of {} on {} of {} lines -> {}",
-               name_of(c.vocab.model_type), c.vocab.size, sample.size(), sample.seen(), name);
+               name_of(c.vocab.model_type), c.vocab.size, lines, sample.seen(), name);
   SpmTrainOptions o;
   o.vocab_size = c.vocab.size;
   o.model_type = name_of(c.vocab.model_type);
   o.character_coverage = c.vocab.character_coverage;
   o.input_sentence_size = c.vocab.input_sentence_size;
+  o.max_sentence_length = c.vocab.max_sentence_length;
   o.threads = threads;
-  return SentencePiece::train(sample.text(), o);
+  return SentencePiece::train(text, o);
 }
 
 // A block of pairs on its way through the encoders.
@@ -180,8 +201,7 @@ class Encoders {
     for (size_t i = 0; i < n; ++i) {
       const auto& a = c.src[i];
       const auto& b = c.tgt[i];
-      if (!is_valid_utf8(a) || !is_valid_utf8(b) || a.find('\0') != std::string::npos ||
-          b.find('\0') != std::string::npos) {
+      if (!PairFilter::valid_text(a) || !PairFilter::valid_text(b)) {
         c.invalid[i] = 1;
         continue;
       }
@@ -247,9 +267,9 @@ class StoreWriter {
         lengths_(dir + "/lengths.bin", OutFile::Mode::kTruncate) {}
   void add(const std::vector<int>& x, const std::vector<int>& y) {
     const uint64_t offset = src_ids_ + tgt_ids_;
-    offsets_.write({reinterpret_cast<const char*>(&offset), sizeof offset});
+    write(offsets_, offsets_sum_, &offset, sizeof offset);
     const uint16_t lens[2] = {static_cast<uint16_t>(x.size()), static_cast<uint16_t>(y.size())};
-    lengths_.write({reinterpret_cast<const char*>(lens), sizeof lens});
+    write(lengths_, lengths_sum_, lens, sizeof lens);
     write_ids(x);
     write_ids(y);
     src_ids_ += x.size();
@@ -265,18 +285,29 @@ class StoreWriter {
   int64_t pairs() const { return pairs_; }
   uint64_t src_ids() const { return src_ids_; }
   uint64_t tgt_ids() const { return tgt_ids_; }
+  // Each file's XXH3-64 of what was written, by name.
+  std::map<std::string, std::string> checksums() const {
+    return {{"tokens.bin", hex64(tokens_sum_.digest())},
+            {"offsets.bin", hex64(offsets_sum_.digest())},
+            {"lengths.bin", hex64(lengths_sum_.digest())}};
+  }
 
  private:
+  static void write(OutFile& file, Checksum& sum, const void* data, size_t bytes) {
+    sum.update(data, bytes);
+    file.write({static_cast<const char*>(data), bytes});
+  }
   void write_ids(const std::vector<int>& ids) {
     if (bytes_per_id_ == 2) {
       narrow_.assign(ids.begin(), ids.end());
-      tokens_.write({reinterpret_cast<const char*>(narrow_.data()), 2 * narrow_.size()});
+      write(tokens_, tokens_sum_, narrow_.data(), 2 * narrow_.size());
     } else {
-      tokens_.write({reinterpret_cast<const char*>(ids.data()), 4 * ids.size()});
+      write(tokens_, tokens_sum_, ids.data(), 4 * ids.size());
     }
   }
   int bytes_per_id_;
   OutFile tokens_, offsets_, lengths_;
+  Checksum tokens_sum_, offsets_sum_, lengths_sum_;
   std::vector<uint16_t> narrow_;
   int64_t pairs_ = 0;
   uint64_t src_ids_ = 0, tgt_ids_ = 0;
@@ -307,32 +338,18 @@ std::unique_ptr<Chunk> read_chunk(LineReader& src, LineReader& tgt) {
 
 // Applies the filters to an encoded chunk in order and writes what they keep.
 struct Filters {
-  int64_t max_len;
-  double max_len_ratio;
+  PairFilter pair;
   bool dedup;
   HashSet seen;
 
-  void apply(const Chunk& c, StoreWriter& out, CorpusStats& s) {
+  void apply(Chunk& c, StoreWriter& out, CorpusStats& s) {
     for (size_t i = 0; i < c.src.size(); ++i) {
       ++s.total;
       if (c.invalid[i] != 0) {
         ++s.invalid_utf8;
         continue;
       }
-      const auto nx = static_cast<int64_t>(c.x[i].size()), ny = static_cast<int64_t>(c.y[i].size());
-      if (nx == 0 || ny == 0) {
-        ++s.empty;
-        continue;
-      }
-      if (nx > max_len || ny > max_len) {
-        ++s.too_long;
-        continue;
-      }
-      if (max_len_ratio > 0 &&
-          static_cast<double>(std::max(nx, ny)) > max_len_ratio * static_cast<double>(std::min(nx, ny))) {
-        ++s.ratio;
-        continue;
-      }
+      if (!pair.keep(c.x[i], c.y[i], s)) continue;
       if (dedup && !seen.insert(c.hash[i])) {
         ++s.duplicate;
         continue;
@@ -344,7 +361,7 @@ struct Filters {
 };
 
 // Encodes one corpus into `out`; returns its header entry.
-json encode_corpus_file(const CorpusConfig& corpus, const Vocabs& vocabs, Filters& filters,
+StoreInput encode_corpus_file(const CorpusConfig& corpus, const Vocabs& vocabs, Filters& filters,
                         int threads, StoreWriter& out, CorpusStats& total) {
   const int64_t begin = out.pairs();
   FileStamp src_stamp = stat_file(absolute_path(corpus.src));
@@ -381,13 +398,17 @@ json encode_corpus_file(const CorpusConfig& corpus, const Vocabs& vocabs, Filter
       "prepared {}: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8, "
       "{} over max_len_ratio, {} duplicates",
       corpus.src, s.total, s.kept, s.empty, s.too_long, s.invalid_utf8, s.ratio, s.duplicate);
-  return {{"src", src_stamp.to_json()},
-          {"tgt", tgt_stamp.to_json()},
-          {"pairs", {begin, out.pairs()}},
-          {"counts", stats_to_json(s)}};
+  return {src_stamp, tgt_stamp, begin, out.pairs(), s};
 }
 
 }  // namespace
+
+int64_t vocab_training_memory(int64_t text_bytes, int64_t lines) {
+  // SentencePiece's unigram trainer builds a suffix array over every character of the sample
+  // (the character array and four int arrays: 20 bytes a character), holds the sentences and
+  // their pieces; fitted on measured peaks (docs/data.md).
+  return kVocabBytesPerByte * text_bytes + kVocabBytesPerLine * lines + kVocabBaseBytes;
+}
 
 Vocabs train_vocabs(const Config& c, int threads) {
   const auto corpora = training_corpora(c.data);
@@ -411,8 +432,72 @@ Vocabs train_vocabs(const Config& c, int threads) {
                 false};
 }
 
+namespace {
+
+// Whether a process with this id runs on this machine.
+bool process_runs(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
+
+// The files a store's temporary directory may hold.
+bool only_store_files(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name != "tokens.bin" && name != "offsets.bin" && name != "lengths.bin" &&
+        name != "header.json" && name.rfind("spm", 0) != 0)
+      return false;
+  }
+  return !ec;
+}
+
+}  // namespace
+
+int remove_stale_store_temps(const std::string& dir) {
+  const fs::path target = fs::absolute(dir).lexically_normal();
+  const fs::path parent = target.parent_path();
+  const std::string prefix = target.filename().string() + ".tmp-";
+  std::error_code ec;
+  int removed = 0;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || !entry.is_directory(ec)) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (process_runs(std::stol(pid)) || !only_store_files(entry.path())) continue;
+    fs::remove_all(entry.path(), ec);
+    if (ec) continue;
+    spdlog::info("removed {}, left by an nmt prepare (process {}) that no longer runs",
+                 entry.path().string(), pid);
+    ++removed;
+  }
+  return removed;
+}
+
+namespace {
+
+// The header of a store of the config's corpora encoded with `vocabs`.
+StoreHeader make_header(const Config& c, const Vocabs& vocabs, bool trained,
+                        const StoreWriter& out, int bytes_per_id) {
+  StoreHeader h;
+  h.pairs = out.pairs();
+  h.src_ids = out.src_ids();
+  h.tgt_ids = out.tgt_ids();
+  h.bytes_per_id = bytes_per_id;
+  h.joint = vocabs.joint;
+  h.src_vocab_hash = vocab_hash(vocabs.src);
+  h.tgt_vocab_hash = vocab_hash(vocabs.tgt);
+  h.src_vocab_size = vocabs.src.size();
+  h.tgt_vocab_size = vocabs.tgt.size();
+  if (trained) h.trained = VocabTraining::of(c.vocab);
+  h.filters = StoreFilters::of(c.data);
+  h.checksums = out.checksums();
+  return h;
+}
+
+}  // namespace
+
 void prepare_store(const Config& c, const Vocabs* given, const std::string& dir, int threads) {
   const auto start = std::chrono::steady_clock::now();
+  remove_stale_store_temps(dir);
   const std::string tmp = dir + ".tmp-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);
@@ -423,29 +508,19 @@ void prepare_store(const Config& c, const Vocabs* given, const std::string& dir,
     const Vocabs vocabs = given != nullptr ? *given : train_vocabs(c, effective_threads(c));
     const int bytes_per_id = std::max(vocabs.src.size(), vocabs.tgt.size()) <= 65536 ? 2 : 4;
     StoreWriter out(tmp, bytes_per_id);
-    Filters filters{c.data.max_len, c.data.max_len_ratio, c.data.dedup, {}};
+    Filters filters{{c.data.max_len, c.data.max_len_ratio, false}, c.data.dedup, {}};
     CorpusStats total;
-    json inputs = json::array();
-    for (const auto& corpus : training_corpora(c.data))
+    std::vector<StoreInput> inputs;
+    const auto corpora = training_corpora(c.data);
+    for (const auto& corpus : corpora)
       inputs.push_back(encode_corpus_file(corpus, vocabs, filters, threads, out, total));
     out.finish();
-    if (out.pairs() == 0)
-      throw Error("no training pairs left after filtering " + training_corpora(c.data)[0].src);
+    if (out.pairs() == 0) throw Error("no training pairs left after filtering " + corpora[0].src);
     write_vocabs(tmp, vocabs);
-    const json header = {
-        {"format", "nmt token store"},
-        {"version", kStoreVersion},
-        {"pairs", out.pairs()},
-        {"tokens", {{"src", out.src_ids()}, {"tgt", out.tgt_ids()}, {"bytes_per_id", bytes_per_id}}},
-        {"vocab",
-         {{"joint", vocabs.joint},
-          {"src", vocab_hash(vocabs.src)},
-          {"tgt", vocab_hash(vocabs.tgt)},
-          {"trained", given != nullptr ? json(nullptr) : vocab_training_json(c.vocab)}}},
-        {"filters", filters_json(c.data)},
-        {"inputs", inputs},
-        {"counts", stats_to_json(total)}};
-    write_file_synced(tmp + "/header.json", header.dump(2) + "\n");
+    StoreHeader header = make_header(c, vocabs, given == nullptr, out, bytes_per_id);
+    header.inputs = std::move(inputs);
+    header.counts = total;
+    header.write(tmp + "/header.json");
     fsync_dir(tmp);
     const auto parent = fs::path(dir).parent_path();
     if (!parent.empty()) create_directories(parent.string());
@@ -461,37 +536,48 @@ void prepare_store(const Config& c, const Vocabs* given, const std::string& dir,
 }
 
 std::string store_key(const Config& c) {
-  const json vocab = json::parse(config_to_json(Config{{}, c.vocab, {}, {}, {}})).at("vocab");
-  const json recipe = {{"inputs", inputs_json(c)}, {"filters", filters_json(c.data)},
-                       {"vocab", vocab}};
+  json inputs = json::array();
+  for (const auto& [src, tgt] : input_paths(c)) inputs.push_back({{"src", src}, {"tgt", tgt}});
+  const StoreFilters f = StoreFilters::of(c.data);
+  const VocabTraining v = VocabTraining::of(c.vocab);
+  const json recipe = {
+      {"inputs", inputs},
+      {"filters", {{"max_len", f.max_len}, {"max_len_ratio", f.max_len_ratio}, {"dedup", f.dedup}}},
+      {"vocab",
+       {{"joint", v.joint}, {"size", v.size}, {"model_type", v.model_type},
+        {"character_coverage", v.character_coverage},
+        {"input_sentence_size", v.input_sentence_size},
+        {"max_sentence_length", v.max_sentence_length}, {"model", c.vocab.model},
+        {"src_model", v.src_model}, {"tgt_model", v.tgt_model}}}};
   return hex64(hash64(recipe.dump()));
 }
 
-std::string store_mismatch(const TokenStore& store, const Config& c, const Vocabs* vocabs) {
-  const json& h = store.header();
-  const json& inputs = h.at("inputs");
-  const json want = inputs_json(c);
-  if (inputs.size() != want.size())
-    return "it holds " + std::to_string(inputs.size()) + " corpora, the config names " +
-           std::to_string(want.size());
-  for (size_t i = 0; i < want.size(); ++i)
-    for (const char* side : {"src", "tgt"})
-      if (inputs[i].at(side).at("path") != want[i].at(side))
-        return "it was made from " + inputs[i][side]["path"].get<std::string>() + ", not " +
-               want[i][side].get<std::string>();
-  if (h.at("filters") != filters_json(c.data))
-    return "it was filtered with " + h["filters"].dump() + ", the config asks for " +
-           filters_json(c.data).dump();
-  if (vocabs != nullptr) {
-    if (auto why = store.vocab_mismatch(*vocabs); !why.empty()) return why;
-  } else if (h.at("vocab").at("trained") != vocab_training_json(c.vocab)) {
-    return "its vocabulary was not trained with this config's vocab section";
+StoreMismatch store_mismatch(const TokenStore& store, const Config& c, const Vocabs* vocabs) {
+  using Kind = StoreMismatch::Kind;
+  const StoreHeader& h = store.header();
+  const auto want = input_paths(c);
+  if (h.inputs.size() != want.size())
+    return {Kind::kCorpora, "it holds " + std::to_string(h.inputs.size()) +
+                                " corpora, the config names " + std::to_string(want.size())};
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (h.inputs[i].src.path != want[i].first)
+      return {Kind::kCorpora, "it was made from " + h.inputs[i].src.path + ", not " + want[i].first};
+    if (h.inputs[i].tgt.path != want[i].second)
+      return {Kind::kCorpora,
+              "it was made from " + h.inputs[i].tgt.path + ", not " + want[i].second};
   }
-  for (const auto& input : inputs)
-    for (const char* side : {"src", "tgt"})
-      if (auto change = file_change(FileStamp::from_json(input.at(side))); !change.empty())
-        return change;
-  return "";
+  if (!(h.filters == StoreFilters::of(c.data)))
+    return {Kind::kFilters, "it was filtered with " + h.filters.describe() +
+                                ", the config asks for " + StoreFilters::of(c.data).describe()};
+  if (vocabs != nullptr) {
+    if (auto why = store.vocab_mismatch(*vocabs)) return {Kind::kVocabulary, *why};
+  } else if (!h.trained || !(*h.trained == VocabTraining::of(c.vocab))) {
+    return {Kind::kVocabulary, "its vocabulary was not trained with this config's vocab section"};
+  }
+  for (const auto& input : h.inputs)
+    for (const FileStamp* stamp : {&input.src, &input.tgt})
+      if (auto change = file_change(*stamp)) return {Kind::kInputChanged, *change};
+  return {};
 }
 
 }  // namespace nmt

@@ -19,7 +19,13 @@ namespace nmt {
 // vocab.input_sentence_size valid lines of the training corpora (all of them, in file order,
 // when there are fewer: then the vocabulary is the one trained on the whole text). Holds no
 // more text than the sample.
+// Refuses (Error naming vocab.input_sentence_size) a sample whose training would need more
+// memory than the machine has available.
 Vocabs train_vocabs(const Config& config, int threads);
+
+// Peak memory, in bytes, of training a vocabulary on a sample of `lines` lines and `text_bytes`
+// bytes (with the process around it).
+int64_t vocab_training_memory(int64_t text_bytes, int64_t lines);
 
 // Writes a complete store of the config's training corpora to `dir`, encoded with `vocabs`
 // (null: trained by train_vocabs and stored with it). The store is built in DIR.tmp-PID and
@@ -27,13 +33,32 @@ Vocabs train_vocabs(const Config& config, int threads);
 // it was.
 void prepare_store(const Config& config, const Vocabs* vocabs, const std::string& dir, int threads);
 
+// Removes DIR.tmp-PID directories left beside DIR by prepares whose process no longer runs
+// (killed: nothing else leaves one), logging each; returns how many. Only directories that hold
+// nothing but store files are touched.
+int remove_stale_store_temps(const std::string& dir);
+
 // The key of the config's store in a cache shared by runs: a hash of the inputs' absolute paths,
 // the filters and the vocab section.
 std::string store_key(const Config& config);
 
-// Why the store at `dir` cannot stand for the config's corpora ("" when it can): its inputs or
-// filters differ, an input changed since, or its vocabulary is not `vocabs` (null: it must have
-// been trained with the config's vocab section).
-std::string store_mismatch(const TokenStore& store, const Config& config, const Vocabs* vocabs);
+// Why a store cannot stand for a config's corpora: what differs, and the words for the log.
+struct StoreMismatch {
+  enum class Kind {
+    kNone,          // it stands for them
+    kCorpora,       // other input files, or another number of them
+    kFilters,       // other data.* filters
+    kVocabulary,    // another vocabulary, or one trained with another vocab section
+    kInputChanged,  // an input file's content changed since the store was made
+  };
+  Kind kind = Kind::kNone;
+  std::string why;
+  explicit operator bool() const { return kind != Kind::kNone; }
+};
+
+// Whether the store can stand for the config's corpora: the same input files and filters, no
+// input changed since, and its vocabulary is `vocabs` (null: it must have been trained with the
+// config's vocab section).
+StoreMismatch store_mismatch(const TokenStore& store, const Config& config, const Vocabs* vocabs);
 
 }  // namespace nmt

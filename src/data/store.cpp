@@ -1,10 +1,7 @@
 #include "data/store.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <algorithm>
+#include <map>
 
 #include "util/hash.h"
 #include "util/line_reader.h"
@@ -12,77 +9,39 @@
 
 namespace nmt {
 
-using nlohmann::json;
-
-json FileStamp::to_json() const {
-  return {{"path", path}, {"bytes", bytes}, {"mtime_ns", mtime_ns}, {"hash", hash}};
-}
-
-FileStamp FileStamp::from_json(const json& j) {
-  FileStamp s;
-  s.path = j.at("path").get<std::string>();
-  s.bytes = j.at("bytes").get<int64_t>();
-  s.mtime_ns = j.at("mtime_ns").get<int64_t>();
-  s.hash = j.at("hash").get<std::string>();
-  return s;
-}
-
-FileStamp stat_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw Error("cannot read " + path + ": " + std::strerror(errno));
-  FileStamp s;
-  s.path = path;
-  s.bytes = static_cast<int64_t>(st.st_size);
-  s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return s;
-}
-
-std::string file_change(const FileStamp& stamp) {
-  struct stat st {};
-  if (::stat(stamp.path.c_str(), &st) != 0)
-    return stamp.path + " is gone (" + std::strerror(errno) + ")";
-  const FileStamp now = stat_file(stamp.path);
-  if (now.bytes != stamp.bytes)
-    return stamp.path + " changed: " + std::to_string(stamp.bytes) + " bytes then, " +
-           std::to_string(now.bytes) + " now";
-  if (now.mtime_ns == stamp.mtime_ns) return "";
-  // A new time with the old size: the content decides (a copy or a touch changes nothing).
-  LineReader reader(stamp.path);
-  std::string line;
-  while (reader.next(line)) {
-  }
-  if (hex64(reader.content_hash()) == stamp.hash) return "";
-  return stamp.path + " changed: same size, other content (modified since)";
-}
-
-json stats_to_json(const CorpusStats& s) {
-  return {{"read", s.total},         {"kept", s.kept},   {"empty", s.empty},
-          {"too_long", s.too_long},  {"ratio", s.ratio}, {"duplicate", s.duplicate},
-          {"invalid_utf8", s.invalid_utf8}};
-}
-
-CorpusStats stats_from_json(const json& j) {
-  CorpusStats s;
-  s.total = j.at("read").get<int64_t>();
-  s.kept = j.at("kept").get<int64_t>();
-  s.empty = j.at("empty").get<int64_t>();
-  s.too_long = j.at("too_long").get<int64_t>();
-  s.ratio = j.at("ratio").get<int64_t>();
-  s.duplicate = j.at("duplicate").get<int64_t>();
-  s.invalid_utf8 = j.at("invalid_utf8").get<int64_t>();
-  return s;
-}
-
 std::string vocab_hash(const SentencePiece& sp) { return hex64(hash64(sp.bytes())); }
 
 namespace {
 
 // The size a store file must have, or a clear refusal.
-void expect_size(const std::string& path, const MappedFile& file, uint64_t bytes) {
-  if (file.size() != bytes)
-    throw Error("token store " + path + " is incomplete or damaged: " +
-                std::to_string(file.size()) + " bytes, the header says " + std::to_string(bytes));
+void expect_size(const std::string& path, size_t size, uint64_t bytes) {
+  if (size != bytes)
+    throw Error("token store " + path + " is incomplete or damaged: " + std::to_string(size) +
+                " bytes, the header says " + std::to_string(bytes) + "; prepare it again");
+}
+
+constexpr size_t kVerifyBlock = 1 << 20;
+
+// XXH3-64 of `bytes` bytes at `data`, in blocks; `each` sees every block after it is hashed,
+// while it is in the cache.
+template <class Fn>
+std::string checksum_of(const uint8_t* data, size_t bytes, Fn&& each) {
+  Checksum sum;
+  for (size_t at = 0; at < bytes; at += kVerifyBlock) {
+    const size_t n = std::min(kVerifyBlock, bytes - at);
+    sum.update(data + at, n);
+    each(data + at, n);
+  }
+  return hex64(sum.digest());
+}
+
+// The largest id of `n` ids at `p`.
+template <class Id>
+uint32_t max_id(const uint8_t* p, size_t n) {
+  const Id* ids = reinterpret_cast<const Id*>(p);
+  Id m = 0;
+  for (size_t i = 0; i < n; ++i) m = ids[i] > m ? ids[i] : m;
+  return m;
 }
 
 }  // namespace
@@ -93,80 +52,125 @@ std::unique_ptr<TokenStore> TokenStore::open(const std::string& dir, bool in_mem
   const std::string header_path = dir + "/header.json";
   if (!file_exists(header_path))
     throw Error("not a token store: " + dir + " has no header.json (prepare one with nmt prepare)");
-  try {
-    s->header_ = json::parse(read_file(header_path));
-  } catch (const json::exception& e) {
-    throw Error("token store " + header_path + " is damaged: " + e.what());
-  }
-  const json& h = s->header_;
-  try {
-    if (h.value("format", "") != "nmt token store")
-      throw Error("not a token store: " + header_path + " is another file");
-    const int version = h.at("version").get<int>();
-    if (version != kStoreVersion)
-      throw Error("token store " + dir + " has format version " + std::to_string(version) +
-                  "; this nmt reads version " + std::to_string(kStoreVersion) +
-                  ": prepare it again");
-    s->pairs_ = h.at("pairs").get<int64_t>();
-    s->bytes_per_id_ = h.at("tokens").at("bytes_per_id").get<int>();
-    const auto ids = h.at("tokens").at("src").get<uint64_t>() + h["tokens"].at("tgt").get<uint64_t>();
-    if (s->bytes_per_id_ != 2 && s->bytes_per_id_ != 4)
-      throw Error("token store " + header_path + ": bytes_per_id must be 2 or 4");
-    const auto pairs = static_cast<uint64_t>(s->pairs_);
-    s->offsets_file_ = MappedFile(dir + "/offsets.bin");
-    expect_size(dir + "/offsets.bin", s->offsets_file_, 8 * pairs);
-    s->lengths_file_ = MappedFile(dir + "/lengths.bin");
-    expect_size(dir + "/lengths.bin", s->lengths_file_, 4 * pairs);
-    const std::string tokens_path = dir + "/tokens.bin";
-    if (in_memory) {
-      const std::string bytes = read_file(tokens_path);
-      if (bytes.size() != ids * static_cast<uint64_t>(s->bytes_per_id_))
-        throw Error("token store " + tokens_path + " is incomplete or damaged: " +
-                    std::to_string(bytes.size()) + " bytes, the header says " +
-                    std::to_string(ids * s->bytes_per_id_));
-      s->tokens_memory_.assign(bytes.begin(), bytes.end());
-      s->tokens_ = s->tokens_memory_.data();
-    } else {
-      s->tokens_file_ = MappedFile(tokens_path);
-      expect_size(tokens_path, s->tokens_file_, ids * static_cast<uint64_t>(s->bytes_per_id_));
-      s->tokens_ = s->tokens_file_.data();
-    }
-    s->offsets_ = reinterpret_cast<const uint64_t*>(s->offsets_file_.data());
-    s->lengths_ = reinterpret_cast<const uint16_t*>(s->lengths_file_.data());
-    // The last pair must end where the ids do: a damaged index is caught here, not mid-run.
-    if (pairs > 0 && s->offsets_[pairs - 1] + s->lengths_[2 * pairs - 2] +
-                             s->lengths_[2 * pairs - 1] != ids)
-      throw Error("token store " + dir + "/offsets.bin does not match tokens.bin");
-  } catch (const json::exception& e) {
-    throw Error("token store " + header_path + " is damaged: " + e.what());
-  }
+  s->header_ = StoreHeader::read(header_path);
+  s->pairs_ = s->header_.pairs;
+  s->bytes_per_id_ = s->header_.bytes_per_id;
+  s->map_files(in_memory);
+  s->verify();
   return s;
 }
 
-Vocabs TokenStore::vocabs() const { return read_vocabs(dir_, header_.at("vocab").at("joint")); }
+void TokenStore::map_files(bool in_memory) {
+  const auto pairs = static_cast<uint64_t>(pairs_);
+  const uint64_t ids = header_.src_ids + header_.tgt_ids;
+  offsets_file_ = MappedFile(dir_ + "/offsets.bin");
+  expect_size(dir_ + "/offsets.bin", offsets_file_.size(), 8 * pairs);
+  lengths_file_ = MappedFile(dir_ + "/lengths.bin");
+  expect_size(dir_ + "/lengths.bin", lengths_file_.size(), 4 * pairs);
+  const std::string tokens_path = dir_ + "/tokens.bin";
+  const uint64_t token_bytes = ids * static_cast<uint64_t>(bytes_per_id_);
+  if (in_memory) {
+    const std::string bytes = read_file(tokens_path);
+    expect_size(tokens_path, bytes.size(), token_bytes);
+    tokens_memory_.assign(bytes.begin(), bytes.end());
+    tokens_ = tokens_memory_.data();
+  } else {
+    tokens_file_ = MappedFile(tokens_path);
+    expect_size(tokens_path, tokens_file_.size(), token_bytes);
+    tokens_ = tokens_file_.data();
+  }
+  offsets_ = reinterpret_cast<const uint64_t*>(offsets_file_.data());
+  lengths_ = reinterpret_cast<const uint16_t*>(lengths_file_.data());
+}
 
-std::string TokenStore::vocab_mismatch(const Vocabs& vocabs) const {
-  const json& v = header_.at("vocab");
-  if (v.at("joint").get<bool>() != vocabs.joint)
-    return std::string("it was encoded with ") + (vocabs.joint ? "separate vocabularies" : "one joint vocabulary");
-  if (v.at("src").get<std::string>() != vocab_hash(vocabs.src) ||
-      v.at("tgt").get<std::string>() != vocab_hash(vocabs.tgt))
-    return "it was encoded with another vocabulary (hash " + v.at("src").get<std::string>() +
+void TokenStore::verify() const {
+  const auto pairs = static_cast<size_t>(pairs_);
+  const size_t token_bytes = (header_.src_ids + header_.tgt_ids) * bytes_per_id_;
+  std::map<std::string, std::string> sums;
+  uint32_t top = 0;
+  sums["tokens.bin"] = checksum_of(tokens_, token_bytes, [&](const uint8_t* p, size_t n) {
+    top = std::max(top, bytes_per_id_ == 2 ? max_id<uint16_t>(p, n / 2) : max_id<uint32_t>(p, n / 4));
+  });
+  const auto none = [](const uint8_t*, size_t) {};
+  sums["offsets.bin"] = checksum_of(offsets_file_.data(), 8 * pairs, none);
+  sums["lengths.bin"] = checksum_of(lengths_file_.data(), 4 * pairs, none);
+  if (header_.version >= 2) {
+    for (const auto& [name, sum] : sums) {
+      const auto it = header_.checksums.find(name);
+      if (it == header_.checksums.end())
+        throw Error("token store " + dir_ + "/header.json is damaged: no checksum for " + name +
+                    "; prepare the store again");
+      if (it->second != sum)
+        throw Error("token store " + dir_ + "/" + name + " is damaged: its checksum is " + sum +
+                    ", the header says " + it->second + "; prepare the store again");
+    }
+  }
+  // The index: each pair starts where the one before it ended, the last ends with the ids.
+  uint64_t next = 0;
+  for (size_t i = 0; i < pairs; ++i) {
+    if (offsets_[i] != next)
+      throw Error("token store " + dir_ + "/offsets.bin is damaged: pair " + std::to_string(i) +
+                  " starts at id " + std::to_string(offsets_[i]) + ", the lengths say " +
+                  std::to_string(next) + "; prepare the store again");
+    next += static_cast<uint64_t>(lengths_[2 * i]) + lengths_[2 * i + 1];
+  }
+  if (next != header_.src_ids + header_.tgt_ids)
+    throw Error("token store " + dir_ + "/lengths.bin is damaged: the pairs hold " +
+                std::to_string(next) + " ids, the header says " +
+                std::to_string(header_.src_ids + header_.tgt_ids) + "; prepare the store again");
+  // A version 1 header has no sizes: the vocabulary the store carries gives them.
+  int64_t src_size = header_.src_vocab_size, tgt_size = header_.tgt_vocab_size;
+  if (src_size == 0 || tgt_size == 0) {
+    const Vocabs v = vocabs();
+    src_size = v.src.size();
+    tgt_size = v.tgt.size();
+  }
+  if (top >= static_cast<uint32_t>(std::min(src_size, tgt_size)))
+    find_bad_id(src_size, tgt_size);
+  forget_length_pages();
+  forget_id_pages();
+}
+
+// An id at or over the vocabulary size was seen: names the first pair that holds one (a joint
+// vocabulary of one size: always; separate sizes: only when a side exceeds its own).
+void TokenStore::find_bad_id(int64_t src_size, int64_t tgt_size) const {
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < pairs_; ++i) {
+    for (const bool src : {true, false}) {
+      ids.clear();
+      src ? append_src(i, ids) : append_tgt(i, ids);
+      const int64_t size = src ? src_size : tgt_size;
+      for (const int64_t id : ids)
+        if (id >= size)
+          throw Error("token store " + dir_ + "/tokens.bin is damaged: pair " + std::to_string(i) +
+                      " holds id " + std::to_string(id) + " on its " +
+                      (src ? "source" : "target") + " side, outside the vocabulary of " +
+                      std::to_string(size) + " pieces; prepare the store again");
+    }
+  }
+}
+
+Vocabs TokenStore::vocabs() const { return read_vocabs(dir_, header_.joint); }
+
+std::optional<std::string> TokenStore::vocab_mismatch(const Vocabs& vocabs) const {
+  if (header_.joint != vocabs.joint)
+    return std::string("it was encoded with ") +
+           (vocabs.joint ? "separate vocabularies" : "one joint vocabulary");
+  if (header_.src_vocab_hash != vocab_hash(vocabs.src) ||
+      header_.tgt_vocab_hash != vocab_hash(vocabs.tgt))
+    return "it was encoded with another vocabulary (hash " + header_.src_vocab_hash +
            ", this run's " + vocab_hash(vocabs.src) + ")";
-  return "";
+  return std::nullopt;
 }
 
 std::vector<CorpusRange> TokenStore::corpora(const std::vector<double>& weights) const {
   std::vector<CorpusRange> out;
-  const json& inputs = header_.at("inputs");
+  const auto& inputs = header_.inputs;
   if (!weights.empty() && weights.size() != inputs.size())
     throw Error("token store " + dir_ + " holds " + std::to_string(inputs.size()) +
                 " corpora but " + std::to_string(weights.size()) + " weights were given");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const auto& range = inputs[i].at("pairs");
-    out.push_back({range.at(0).get<int64_t>(), range.at(1).get<int64_t>(),
-                   weights.empty() ? 1.0 : weights[i]});
-  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    out.push_back({inputs[i].begin, inputs[i].end, weights.empty() ? 1.0 : weights[i]});
   return out;
 }
 

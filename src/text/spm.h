@@ -19,6 +19,7 @@ struct SpmTrainOptions {
   std::string model_type = "unigram";
   double character_coverage = 1.0;
   int64_t input_sentence_size = 2000000;
+  int64_t max_sentence_length = 4192;  // bytes: SentencePiece skips longer sentences
   int threads = 1;
 };
 

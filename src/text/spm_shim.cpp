@@ -5,6 +5,8 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <string_view>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -119,7 +121,8 @@ NMT_SPM_API int nmt_spm_id_to_piece(const void* handle, int id, char** text, siz
 }
 
 namespace {
-// The training sentences from one '\n'-separated buffer, so nothing goes through a file.
+// The training sentences from one '\n'-separated buffer, so nothing goes through a file. The
+// buffer is the caller's, alive for the whole call: no copy of the sample is made here.
 class TextIterator : public sentencepiece::SentenceIterator {
  public:
   TextIterator(const char* text, size_t len) : text_(text, len) { Next(); }
@@ -131,14 +134,14 @@ class TextIterator : public sentencepiece::SentenceIterator {
     }
     size_t end = text_.find('\n', pos_);
     if (end == std::string::npos) end = text_.size();
-    value_.assign(text_, pos_, end - pos_);
+    value_.assign(text_.data() + pos_, end - pos_);
     pos_ = end + 1;
   }
   const std::string& value() const override { return value_; }
   sentencepiece::util::Status status() const override { return {}; }
 
  private:
-  std::string text_;
+  std::string_view text_;
   std::string value_;
   size_t pos_ = 0;
   bool done_ = false;

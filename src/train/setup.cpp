@@ -83,18 +83,21 @@ std::unique_ptr<TokenStore> ready_store(const Config& c, const TrainOptions& opt
   const Vocabs* vocabs = fixed ? &*fixed : nullptr;
   std::string why = "none was prepared yet";
   if (file_exists(dir + "/header.json")) {
+    StoreMismatch mismatch;
     try {
       auto store = TokenStore::open(dir, c.data.in_memory);
-      why = store_mismatch(*store, c, vocabs);
-      if (why.empty()) {
+      mismatch = store_mismatch(*store, c, vocabs);
+      if (!mismatch) {
         spdlog::info("token store {}: reused ({} pairs)", dir, store->size());
         return store;
       }
+      why = mismatch.why;
     } catch (const Error& e) {
-      why = e.what();
+      why = e.what();  // damaged or of another version: prepared again from its inputs
     }
     // An input that changed under a checkpoint: its data position means nothing any more.
-    if (resuming && !options.reset_data && why.find(" changed") != std::string::npos)
+    if (resuming && !options.reset_data &&
+        mismatch.kind == StoreMismatch::Kind::kInputChanged)
       throw Error("--resume: " + why + " since the token store " + dir +
                   " was made, so training cannot continue exactly as it would have; pass "
                   "--reset-data to prepare it again and start a fresh pass over the data");
@@ -172,8 +175,8 @@ void prepare_main(const Config& config, const TrainOptions& options, RunSetup& r
   if (!config.data.train_store.empty()) {
     run.store = TokenStore::open(dir, config.data.in_memory);
     if (fixed)
-      if (auto why = run.store->vocab_mismatch(*fixed); !why.empty())
-        throw Error("data.train_store: " + dir + " cannot be used: " + why);
+      if (auto why = run.store->vocab_mismatch(*fixed))
+        throw Error("data.train_store: " + dir + " cannot be used: " + *why);
   } else if (config.data.cache_dir.empty()) {
     run.store = ready_store(config, options, fixed, run.resume_from.has_value(), dir);
   } else {

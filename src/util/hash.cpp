@@ -5,6 +5,9 @@
 
 #include "util/util.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace nmt {
 
 void Hash64::mix(uint64_t word) {
@@ -48,6 +51,21 @@ uint64_t hash64(std::string_view data) {
   Hash64 h;
   h.update(data);
   return h.digest();
+}
+
+Checksum::Checksum() : state_(XXH3_createState()) {
+  if (state_ == nullptr) throw Error("out of memory for a checksum");
+  XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+
+Checksum::~Checksum() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void Checksum::update(const void* data, size_t bytes) {
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), data, bytes);
+}
+
+uint64_t Checksum::digest() const {
+  return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(state_));
 }
 
 std::string hex64(uint64_t value) {

@@ -2,6 +2,7 @@
 // detection, duplicate pairs, vocabulary identity). Not cryptographic.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,6 +24,21 @@ class Hash64 {
 };
 
 uint64_t hash64(std::string_view data);
+
+// XXH3-64 (xxHash), streaming: the token store's file checksums, at several GB/s. Any split of
+// the bytes over update() gives the same digest().
+class Checksum {
+ public:
+  Checksum();
+  ~Checksum();
+  Checksum(const Checksum&) = delete;
+  Checksum& operator=(const Checksum&) = delete;
+  void update(const void* data, size_t bytes);
+  uint64_t digest() const;
+
+ private:
+  void* state_;  // XXH3_state_t
+};
 
 // 16 lowercase hex digits.
 std::string hex64(uint64_t value);
