@@ -248,12 +248,12 @@ TEST(Curves, TrainingWritesCurvesAndAveragesTheBestCheckpoints) {
 
   // The averaged checkpoint: the mean of the three best, validated, self-describing.
   const std::string averaged = run + "/checkpoints/averaged";
-  const json st = read_checkpoint_state(averaged);
-  std::vector<std::string> from = st.at("averaged_from").get<std::vector<std::string>>();
+  const CheckpointState st = CheckpointState::read(averaged);
+  const std::vector<std::string>& from = st.averaged_from;
   EXPECT_EQ(std::set<std::string>(from.begin(), from.end()),
             std::set<std::string>(best3.begin(), best3.end()));
-  EXPECT_EQ(st.at("valid_value").get<double>(), averaged_row["valid_loss"].get<double>());
-  EXPECT_EQ(st.at("best_metric"), "loss");
+  EXPECT_EQ(st.valid_value, averaged_row["valid_loss"].get<double>());
+  EXPECT_EQ(st.best_metric, BestMetric::kLoss);
   {
     std::vector<LoadedModel> sources;
     for (const auto& b : best3) sources.push_back(load_model(b));

@@ -24,7 +24,7 @@
 #include "model/seq2seq.h"
 #include "text/spm.h"
 #include "train/metrics_log.h"
-#include "train/state.h"
+#include "ckpt/checkpoint_state.h"
 #include "train/step.h"
 #include "util/blas.h"
 #include "util/util.h"

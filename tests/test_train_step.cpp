@@ -24,7 +24,7 @@
 #include "model/seq2seq.h"
 #include "text/spm.h"
 #include "train/metrics_log.h"
-#include "train/state.h"
+#include "ckpt/checkpoint_state.h"
 #include "train/step.h"
 #include "util/blas.h"
 #include "util/util.h"
@@ -216,8 +216,8 @@ TEST(Metrics, IntervalAveragesOverAppliedSteps) {
   EXPECT_EQ(interval.close(8, 2, 100.0).tgt_tokens, 0);
 }
 
-TEST(TrainerState, JsonRoundTripAndCorruptFields) {
-  TrainerState s;
+TEST(CheckpointState, JsonRoundTripAndCorruptFields) {
+  CheckpointState s;
   s.step = 12;
   s.epoch = 1;
   s.batch_in_epoch = 3;
@@ -228,23 +228,43 @@ TEST(TrainerState, JsonRoundTripAndCorruptFields) {
   s.best_step = 10;
   s.validations_without_improvement = 1;
   s.validated_step = 12;
-  auto t = TrainerState::from_json(s.to_json(), "state.json");
+  auto t = CheckpointState::from_json(s.to_json(), "state.json");
   EXPECT_EQ(t.to_json(), s.to_json());
   EXPECT_EQ(t.validated_step, 12);
   // Checkpoints from before the field: no validation is known.
   json old = s.to_json();
   old.erase("validated_step");
-  EXPECT_EQ(TrainerState::from_json(old, "state.json").validated_step, -1);
+  EXPECT_EQ(CheckpointState::from_json(old, "state.json").validated_step, -1);
   EXPECT_FALSE(s.to_json().contains("loss_scale"));  // only with fp16
   s.loss_scale = 256;
   s.loss_scale_good_steps = 7;
-  t = TrainerState::from_json(s.to_json(), "state.json");
+  t = CheckpointState::from_json(s.to_json(), "state.json");
   EXPECT_DOUBLE_EQ(t.loss_scale, 256);
   EXPECT_EQ(t.loss_scale_good_steps, 7);
   try {
-    TrainerState::from_json(json{{"step", "x"}}, "run/state.json");
+    CheckpointState::from_json(json{{"step", "x"}}, "run/state.json");
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("corrupt run/state.json"), std::string::npos);
   }
+}
+
+// state.json as nmt wrote it before the typed state: a training checkpoint, a best one and an
+// averaged one each read into the same fields and write back the same JSON.
+TEST(CheckpointState, FilesWrittenBeforeStillLoad) {
+  const std::string dir = nmt_test::source_dir() + "/tests/fixtures/checkpoint_states";
+  for (const char* name : {"ckpt", "best", "averaged"}) {
+    const std::string text = nmt_test::read_text(dir + "/" + name + "/state.json");
+    const CheckpointState s = CheckpointState::read(dir + "/" + name);
+    EXPECT_EQ(s.to_json().dump(2) + "\n", text) << name;
+  }
+  const CheckpointState best = CheckpointState::read(dir + "/best");
+  EXPECT_EQ(best.best_metric, BestMetric::kChrf);
+  ASSERT_TRUE(best.own_valid_value().has_value());
+  EXPECT_DOUBLE_EQ(*best.own_valid_value(), *best.saved_best_value);
+  const CheckpointState averaged = CheckpointState::read(dir + "/averaged");
+  EXPECT_EQ(averaged.averaged_from.size(), 2u);
+  const CheckpointState ckpt = CheckpointState::read(dir + "/ckpt");
+  EXPECT_GT(ckpt.step, 0);
+  EXPECT_GT(ckpt.tgt_tokens, 0);
 }

@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-constexpr int kFormatVersion = 1;
 const std::regex kCheckpointName("ckpt-([0-9]{8,})");
 
 std::string checkpoints_dir(const std::string& run_dir) { return run_dir + "/checkpoints"; }
@@ -99,60 +98,57 @@ int remove_partial_checkpoints(const std::string& run_dir) {
 }
 
 namespace {
-// The validation value of train.best_metric a checkpoint was saved with, if it was validated at
-// its own step. A best checkpoint from before "valid_value" existed has it as "best_value".
-std::optional<double> own_valid_value(const json& st) {
-  if (st.contains("valid_value") &&
-      st.value("validated_step", int64_t{-1}) == st.value("step", int64_t{0}))
-    return st.at("valid_value").get<double>();
-  if (st.contains("best_value") && !st.contains("averaged_from"))
-    return st.at("best_value").get<double>();
-  return std::nullopt;
-}
-
-bool higher_is_better(const std::string& metric) { return metric != "loss"; }
+// A checkpoint directory, with its state when resolving it read that already.
+struct Resolved {
+  std::string dir;
+  std::optional<CheckpointState> state;
+};
 
 // Of a run's best and averaged checkpoints, the one with the better validation value.
-std::string pick_best_or_averaged(const std::string& best, const std::string& averaged) {
-  const json b = read_checkpoint_state(best), a = read_checkpoint_state(averaged);
-  const auto vb = own_valid_value(b), va = own_valid_value(a);
-  const std::string metric = b.value("best_metric", std::string("bleu"));
-  if (!va || a.value("best_metric", std::string()) != metric) {
-    spdlog::info("checkpoint: {} ({} has no validation by {} to compare)", best, averaged, metric);
-    return best;
+Resolved pick_best_or_averaged(const std::string& best, const std::string& averaged) {
+  CheckpointState b = CheckpointState::read(best), a = CheckpointState::read(averaged);
+  const auto vb = b.own_valid_value(), va = a.own_valid_value();
+  const BestMetric metric = b.best_metric.value_or(BestMetric::kBleu);
+  if (!va || a.best_metric != metric) {
+    spdlog::info("checkpoint: {} ({} has no validation by {} to compare)", best, averaged,
+                 name_of(metric));
+    return {best, std::move(b)};
   }
   if (!vb) {
     spdlog::info("checkpoint: {} ({} has no validation value)", averaged, best);
-    return averaged;
+    return {averaged, std::move(a)};
   }
   const bool avg_wins = higher_is_better(metric) ? *va > *vb : *va < *vb;
   spdlog::info("checkpoint: {} (validation {}: averaged {:.4f}, best {:.4f} at step {})",
-               avg_wins ? averaged : best, metric, *va, *vb, b.value("step", int64_t{0}));
-  return avg_wins ? averaged : best;
+               avg_wins ? averaged : best, name_of(metric), *va, *vb, b.step);
+  return avg_wins ? Resolved{averaged, std::move(a)} : Resolved{best, std::move(b)};
 }
-}  // namespace
 
-std::string resolve_checkpoint(const std::string& path) {
+Resolved resolve(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("checkpoint not found: " + path);
-  if (is_checkpoint_dir(path)) return path;
+  if (is_checkpoint_dir(path)) return {path, std::nullopt};
   const std::string best = best_checkpoint_dir(path), averaged = averaged_checkpoint_dir(path);
   const bool has_best = is_checkpoint_dir(best), has_averaged = is_checkpoint_dir(averaged);
   if (has_best && has_averaged) return pick_best_or_averaged(best, averaged);
-  if (has_best) return best;
-  if (has_averaged) return averaged;
+  if (has_best) return {best, std::nullopt};
+  if (has_averaged) return {averaged, std::nullopt};
   const auto all = list_checkpoints(path);
   if (all.empty())
     throw Error("no checkpoint in " + path + " (expected " + path + "/checkpoints/ckpt-*)");
-  return all.back();
+  return {all.back(), std::nullopt};
 }
+}  // namespace
+
+std::string resolve_checkpoint(const std::string& path) { return resolve(path).dir; }
 
 namespace {
 // Writes a checkpoint into a hidden temporary directory, then renames it to final_dir, so a
 // directory under that name is always complete. Without an optimizer it is an inference
 // checkpoint (best, averaged): no optimizer or RNG state.
 void write_checkpoint_dir(const std::string& final_dir, const Config& config, const Vocabs& vocabs,
-                          Seq2Seq& model, torch::optim::Optimizer* optimizer, const json& state,
+                          Seq2Seq& model, torch::optim::Optimizer* optimizer,
+                          const CheckpointState& state,
                           const std::vector<torch::Tensor>& rank_rng_states = {}) {
   const fs::path final_path(final_dir);
   const std::string dir = final_path.parent_path().string();
@@ -175,10 +171,8 @@ void write_checkpoint_dir(const std::string& final_dir, const Config& config, co
     // Inside the temporary directory a plain write is enough: the directory is renamed whole.
     write_file_synced(tmp_dir + "/config.json", config_to_json(config) + "\n");
     write_vocabs(tmp_dir, vocabs);
-    json st = {{"format_version", kFormatVersion}};
-    for (const auto& [key, value] : state.items()) st[key] = value;
     // state.json is written last: its presence marks the directory's content complete.
-    write_file_synced(tmp_dir + "/state.json", st.dump(2) + "\n");
+    write_file_synced(tmp_dir + "/state.json", state.to_json().dump(2) + "\n");
     fsync_dir(tmp_dir);
     replace_directory(tmp_dir, final_dir);
   } catch (...) {
@@ -219,7 +213,7 @@ std::vector<std::string> best_validated_checkpoints(const std::string& run_dir, 
                                                     bool higher_is_better) {
   std::vector<std::pair<double, std::string>> scored;
   for (const auto& dir : list_checkpoints(run_dir)) {
-    if (const auto v = own_valid_value(read_checkpoint_state(dir)))
+    if (const auto v = CheckpointState::read(dir).own_valid_value())
       scored.emplace_back(higher_is_better ? -*v : *v, dir);
   }
   // Ties go to the newer checkpoint.
@@ -236,7 +230,7 @@ std::vector<std::string> best_validated_checkpoints(const std::string& run_dir, 
 
 std::string save_checkpoint(const std::string& run_dir, int64_t step, const Config& config,
                             const Vocabs& vocabs, Seq2Seq& model,
-                            torch::optim::Optimizer& optimizer, const json& state,
+                            torch::optim::Optimizer& optimizer, const CheckpointState& state,
                             const Retention& retention,
                             const std::vector<torch::Tensor>& rank_rng_states) {
   if (!is_main_process()) return "";
@@ -268,24 +262,11 @@ std::string averaged_checkpoint_dir(const std::string& run_dir) {
 }
 
 std::string save_model_checkpoint(const std::string& dir, const Config& config,
-                                  const Vocabs& vocabs, Seq2Seq& model, const json& state) {
+                                  const Vocabs& vocabs, Seq2Seq& model,
+                                  const CheckpointState& state) {
   if (!is_main_process()) return "";
   write_checkpoint_dir(dir, config, vocabs, model, nullptr, state);
   return dir;
-}
-
-nlohmann::json read_checkpoint_state(const std::string& ckpt_dir) {
-  const std::string path = ckpt_dir + "/state.json";
-  json st;
-  try {
-    st = json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    throw Error("corrupt " + path + ": " + e.what());
-  }
-  if (!st.is_object() || st.value("format_version", 0) != kFormatVersion)
-    throw Error(path + ": unsupported checkpoint format version " +
-                (st.is_object() ? st.value("format_version", json(0)).dump() : st.dump()));
-  return st;
 }
 
 Config read_checkpoint_config(const std::string& ckpt_dir) {
@@ -294,9 +275,10 @@ Config read_checkpoint_config(const std::string& ckpt_dir) {
   return parse_config(read_file(path), {}, path);
 }
 
-json load_training_state(const std::string& ckpt_dir, Seq2Seq& model,
-                         torch::optim::Optimizer& optimizer, bool load_optimizer, int rank) {
-  json st = read_checkpoint_state(ckpt_dir);
+CheckpointState load_training_state(const std::string& ckpt_dir, Seq2Seq& model,
+                                    torch::optim::Optimizer& optimizer, bool load_optimizer,
+                                    int rank) {
+  CheckpointState st = CheckpointState::read(ckpt_dir);
   if (!file_exists(ckpt_dir + "/optimizer.pt"))
     throw Error(ckpt_dir +
                 " holds no optimizer state (a best or averaged checkpoint): resume "
@@ -330,8 +312,10 @@ json load_training_state(const std::string& ckpt_dir, Seq2Seq& model,
 
 LoadedModel load_model(const std::string& checkpoint_or_run_dir, const torch::Device& device) {
   LoadedModel out;
-  out.dir = resolve_checkpoint(checkpoint_or_run_dir);
-  read_checkpoint_state(out.dir);  // refuses other format versions and corrupt state
+  Resolved r = resolve(checkpoint_or_run_dir);
+  out.dir = r.dir;
+  // Refuses other format versions and corrupt state.
+  out.state = r.state ? std::move(*r.state) : CheckpointState::read(out.dir);
   out.config = read_checkpoint_config(out.dir);
   out.vocabs = read_vocabs(out.dir, out.config.vocab.joint);
   out.model = make_model(out.config.model, out.vocabs.src.size(), out.vocabs.tgt.size());
@@ -350,7 +334,7 @@ AveragedModel average_models(const std::vector<std::string>& dirs, const torch::
   // Sums in double so the order of the checkpoints does not change the result.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> sums;  // (target, running sum)
   for (const auto& t : base.model->saved_tensors()) sums.emplace_back(t, t.to(torch::kDouble));
-  out.step = read_checkpoint_state(base.dir).value("step", int64_t{0});
+  out.step = base.state.step;
   out.from = {base.dir};
   for (size_t i = 1; i < dirs.size(); ++i) {
     LoadedModel other = load_model(dirs[i], device);
@@ -361,7 +345,7 @@ AveragedModel average_models(const std::vector<std::string>& dirs, const torch::
       throw Error("average: " + other.dir + " has another vocabulary than " + base.dir);
     const auto others = other.model->saved_tensors();
     for (size_t k = 0; k < sums.size(); ++k) sums[k].second += others[k].to(torch::kDouble);
-    out.step = std::max(out.step, read_checkpoint_state(other.dir).value("step", int64_t{0}));
+    out.step = std::max(out.step, other.state.step);
     out.from.push_back(other.dir);
   }
   const double n = static_cast<double>(dirs.size());
@@ -372,18 +356,21 @@ AveragedModel average_models(const std::vector<std::string>& dirs, const torch::
 
 std::string average_checkpoints(const std::vector<std::string>& dirs, const std::string& output) {
   AveragedModel avg = average_models(dirs);
+  CheckpointState state;
+  state.step = avg.step;
+  state.averaged_from = avg.from;
   return save_model_checkpoint(output, avg.loaded.config, avg.loaded.vocabs, avg.loaded.model,
-                               {{"step", avg.step}, {"averaged_from", avg.from}});
+                               state);
 }
 
 bool is_average_of(const std::string& run_dir, const std::vector<std::string>& dirs) {
   const std::string avg = averaged_checkpoint_dir(run_dir);
   if (dirs.size() < 2 || !file_exists(avg + "/state.json")) return false;
-  const auto from = read_checkpoint_state(avg).value("averaged_from", nlohmann::json::array());
+  const auto from = CheckpointState::read(avg).averaged_from;
   if (from.size() != dirs.size()) return false;
   auto name = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
   for (size_t i = 0; i < dirs.size(); ++i)
-    if (!from[i].is_string() || name(from[i].get<std::string>()) != name(dirs[i])) return false;
+    if (name(from[i]) != name(dirs[i])) return false;
   return true;
 }
 

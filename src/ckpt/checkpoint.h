@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/checkpoint_state.h"
 #include "config/config.h"
 #include "model/seq2seq.h"
 #include "text/vocabs.h"
@@ -30,8 +31,9 @@ std::vector<std::string> list_checkpoints(const std::string& run_dir);
 // Removes leftover temporary checkpoint directories; returns how many.
 int remove_partial_checkpoints(const std::string& run_dir);
 
-// The `count` complete checkpoints of a run with the best validation at their own step (state.json
-// "valid_value", train.best_metric), best first; fewer when fewer were validated.
+// The `count` complete checkpoints of a run with the best validation at their own step
+// (CheckpointState::own_valid_value, train.best_metric), best first; fewer when fewer were
+// validated.
 std::vector<std::string> best_validated_checkpoints(const std::string& run_dir, int64_t count,
                                                     bool higher_is_better);
 
@@ -44,12 +46,12 @@ struct Retention {
 };
 
 // Writes RUN/checkpoints/ckpt-<step> atomically, then prunes the others that `retention` does
-// not keep. `state` is the trainer's (train/state.h), stored as state.json. Main process only;
+// not keep. `state` is the trainer's, stored as state.json. Main process only;
 // returns the directory. rank_rng_states: in data-parallel training, every rank's CPU generator
 // state, by rank (rng_ranks.pt, written when there are several).
 std::string save_checkpoint(const std::string& run_dir, int64_t step, const Config& config,
                             const Vocabs& vocabs, Seq2Seq& model,
-                            torch::optim::Optimizer& optimizer, const nlohmann::json& state,
+                            torch::optim::Optimizer& optimizer, const CheckpointState& state,
                             const Retention& retention,
                             const std::vector<torch::Tensor>& rank_rng_states = {});
 
@@ -68,10 +70,7 @@ std::string averaged_checkpoint_dir(const std::string& run_dir);
 // averaged checkpoints.
 std::string save_model_checkpoint(const std::string& dir, const Config& config,
                                   const Vocabs& vocabs, Seq2Seq& model,
-                                  const nlohmann::json& state);
-
-// state.json of a checkpoint; throws naming the file when it is corrupt or of another version.
-nlohmann::json read_checkpoint_state(const std::string& ckpt_dir);
+                                  const CheckpointState& state);
 
 Config read_checkpoint_config(const std::string& ckpt_dir);
 
@@ -80,7 +79,7 @@ Config read_checkpoint_config(const std::string& ckpt_dir);
 // state.json. With load_optimizer false the optimizer keeps its fresh state (--reset-optimizer).
 // Rank r > 0 of a data-parallel run takes its own generator from rng_ranks.pt (kept as it is
 // when the checkpoint has none for it: another world size).
-nlohmann::json load_training_state(const std::string& ckpt_dir, Seq2Seq& model,
+CheckpointState load_training_state(const std::string& ckpt_dir, Seq2Seq& model,
                                    torch::optim::Optimizer& optimizer, bool load_optimizer = true,
                                    int rank = 0);
 
@@ -89,6 +88,7 @@ struct LoadedModel {
   Vocabs vocabs;
   Seq2Seq model{nullptr};
   std::string dir;
+  CheckpointState state;  // its state.json
 };
 // For eval/translate: config, vocabularies and weights from one checkpoint (or run dir), the
 // model in eval mode on `device`.

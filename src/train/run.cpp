@@ -95,9 +95,7 @@ void resume(Run& r) {
   if (!r.data.resume_from) return;
   const auto& from = *r.data.resume_from;
   const TrainOptions& o = r.options;
-  r.state = TrainerState::from_json(
-      load_training_state(from, r.model, *r.optimizer, !o.reset_optimizer, r.group->rank()),
-      from + "/state.json");
+  r.state = load_training_state(from, r.model, *r.optimizer, !o.reset_optimizer, r.group->rank());
   if (o.reset_optimizer) spdlog::info("--reset-optimizer: starting with a fresh Adam state");
   const int size = r.group->size();
   if (r.state.world_size != size && !o.reset_data)

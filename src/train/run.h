@@ -14,7 +14,7 @@
 #include "model/seq2seq.h"
 #include "train/distributed.h"
 #include "train/setup.h"
-#include "train/state.h"
+#include "ckpt/checkpoint_state.h"
 #include "train/step.h"
 #include "util/io.h"
 
@@ -32,7 +32,7 @@ struct Run {
   Seq2Seq model{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer;
   std::unique_ptr<GradientSync> sync;  // from the group: a no-op for one process
-  TrainerState state;                  // restored with --resume
+  CheckpointState state;                  // restored with --resume
 
   bool main_process() const { return group->rank() == 0; }
 };

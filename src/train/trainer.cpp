@@ -63,7 +63,7 @@ class Trainer {
 
   Run& r_;
   const TrainConfig& tc_;
-  TrainerState& state_;
+  CheckpointState& state_;
   Scheduler scheduler_;
   TrainStep step_;
   BatchStream stream_;
@@ -229,7 +229,7 @@ void Trainer::save() {
   const Retention retention{tc_.keep_last, tc_.average_best ? tc_.average_last : 0,
                             higher_is_better(tc_.best_metric)};
   const auto path = save_checkpoint(r_.options.run_dir, state_.step, r_.config, r_.data.vocabs,
-                                    r_.model, *r_.optimizer, state_.to_json(), retention, rank_rng);
+                                    r_.model, *r_.optimizer, state_, retention, rank_rng);
   last_saved_step_ = state_.step;
   clear_progress();
   spdlog::info("saved checkpoint {}", path);
@@ -274,11 +274,14 @@ void Trainer::average_on_main() {
   AveragedModel avg = average_models(dirs, r_.device);
   const auto value = validator_.validate_averaged(avg.loaded.model, state_.step,
                                                   scheduler_.elapsed(), metrics_ ? &*metrics_ : nullptr);
-  nlohmann::json st = {{"step", avg.step}, {"averaged_from", avg.from}};
+  CheckpointState st;
+  st.step = avg.step;
+  st.averaged_from = avg.from;
   if (value) {
-    st["best_metric"] = name_of(tc_.best_metric);
-    st["valid_value"] = *value;
-    st["validated_step"] = avg.step;
+    st.best_metric = tc_.best_metric;
+    st.has_valid_value = true;
+    st.valid_value = *value;
+    st.validated_step = avg.step;
   }
   const auto path = save_model_checkpoint(averaged_checkpoint_dir(run_dir), r_.config,
                                           r_.data.vocabs, avg.loaded.model, st);

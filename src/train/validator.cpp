@@ -44,7 +44,7 @@ std::optional<double> Validator::validate_averaged(Seq2Seq& model, int64_t step,
   return value;
 }
 
-bool Validator::validate(Seq2Seq& model, TrainerState& state, MetricsFile* metrics) {
+bool Validator::validate(Seq2Seq& model, CheckpointState& state, MetricsFile* metrics) {
   if (valid_.empty()) return true;
   const auto& tc = config_.train;
   const auto [r, value] = evaluate_model(model);
@@ -66,9 +66,9 @@ bool Validator::validate(Seq2Seq& model, TrainerState& state, MetricsFile* metri
     state.best_value = value;
     state.best_step = state.step;
     state.validations_without_improvement = 0;
-    auto st = state.to_json();
-    st["best_metric"] = name_of(tc.best_metric);
-    st["best_value"] = value;
+    CheckpointState st = state;
+    st.best_metric = tc.best_metric;
+    st.saved_best_value = value;
     const auto path =
         save_model_checkpoint(best_checkpoint_dir(run_dir_), config_, vocabs_, model, st);
     if (!path.empty())

@@ -12,7 +12,7 @@
 #include "model/seq2seq.h"
 #include "text/vocabs.h"
 #include "train/metrics_log.h"
-#include "train/state.h"
+#include "ckpt/checkpoint_state.h"
 
 namespace nmt {
 
@@ -27,7 +27,7 @@ class Validator {
   // saves DIR/checkpoints/best when train.best_metric improved. Updates the best value and the
   // validations without improvement in `state`. Returns false when early stopping says
   // training should end.
-  bool validate(Seq2Seq& model, TrainerState& state, MetricsFile* metrics);
+  bool validate(Seq2Seq& model, CheckpointState& state, MetricsFile* metrics);
 
   // Evaluates the averaged checkpoint's weights (train.average_last) at `step` (training time
   // elapsed_s), logs and writes its row ("checkpoint": "averaged"); best and patience are left
