@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "config/parse.h"
+#include "config/print.h"
+#include "config/validate.h"
 #include "helpers.h"
 #include "util/util.h"
 

@@ -5,6 +5,8 @@
 
 #include "cli/commands.h"
 #include "config/config.h"
+#include "config/parse.h"
+#include "config/validate.h"
 #include "data/prepare.h"
 #include "util/io.h"
 #include "util/log.h"

@@ -1,5 +1,6 @@
 // Typed configuration: one struct per JSON section, one comment and one default per field.
-// Parsing and validation live in config.cpp only; nothing downstream looks options up by string.
+// The keys are listed once (schema.h), read and checked by parse.h (with validate.h), written
+// back by print.h; nothing downstream looks options up by string.
 #pragma once
 
 #include <cstdint>
@@ -158,26 +159,6 @@ struct Config {
   TrainConfig train;
   DecodeConfig decode;
 };
-
-// Builds a config from JSON text (defaults fill missing keys), then applies "a.b=value" overrides.
-// Throws Error naming the JSON path on invalid JSON, unknown keys, wrong types or bad values.
-// `origin` names the source in messages (a file path, say).
-Config parse_config(const std::string& json_text, const std::vector<std::string>& overrides = {},
-                    const std::string& origin = "config");
-Config load_config_file(const std::string& path, const std::vector<std::string>& overrides = {});
-
-// Checks what training needs on disk: data files exist and source/target line counts agree.
-void validate_data_files(const Config& config);
-
-// The merged config as pretty JSON (every key, defaults included).
-std::string config_to_json(const Config& config);
-
-// True when two model sections describe the same architecture (every key equal): the weights of
-// one fit the other.
-bool same_model_config(const ModelConfig& a, const ModelConfig& b);
-
-// Markdown table of every key with its type, default and meaning (docs/config.md).
-std::string config_reference_markdown();
 
 // True for the device names train.device and --device take: auto, cpu, cuda, cuda:N.
 bool is_device_name(const std::string& name);

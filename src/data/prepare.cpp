@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "config/print.h"
 #include "util/hash.h"
 #include "util/io.h"
 #include "util/line_reader.h"

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ckpt/checkpoint.h"
+#include "config/print.h"
 #include "train/data_parallel.h"
 #include "util/log.h"
 #include "util/util.h"

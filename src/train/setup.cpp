@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ckpt/checkpoint.h"
+#include "config/print.h"
 #include "data/prepare.h"
 #include "util/io.h"
 #include "util/util.h"
