@@ -158,11 +158,6 @@ bool is_device_name(const std::string& name) {
   return std::all_of(name.begin() + 5, name.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
-std::vector<CorpusConfig> training_corpora(const DataConfig& data) {
-  if (!data.train.empty()) return data.train;
-  return {CorpusConfig{data.train_src, data.train_tgt, 1.0}};
-}
-
 int effective_threads(const Config& config) {
   return config.train.threads > 0 ? static_cast<int>(config.train.threads) : hardware_threads();
 }

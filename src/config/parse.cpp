@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "config/schema.h"
 #include "config/validate.h"
@@ -42,7 +43,10 @@ std::string short_dump(const json& j) {
 // Reads a JSON object into a struct, field by field, recording which keys it knew.
 class Parser {
  public:
-  Parser(const json& object, std::string path) : object_(object), path_(std::move(path)) {}
+  // `given` collects the path of every key the JSON holds, for the checks that tell a key the
+  // config gave from its default.
+  Parser(const json& object, std::string path, std::set<std::string>& given)
+      : object_(object), path_(std::move(path)), given_(given) {}
 
   template <class S>
   void section(const std::string& name, S& target) {
@@ -50,7 +54,7 @@ class Parser {
     auto it = object_.find(name);
     if (it == object_.end()) return;
     refuse_foreign(name);
-    Parser sub(*it, join(name));
+    Parser sub(*it, join(name), given_);
     sub.expect_object();
     visit(target, sub);
     sub.reject_unknown();
@@ -63,6 +67,7 @@ class Parser {
     if (it == object_.end()) return;
     refuse_foreign(name);
     const std::string path = join(name);
+    given_.insert(path);
     T value = convert<T>(*it, path);
     if (auto problem = check(value)) throw Error(path + ": " + *problem);
     field = std::move(value);
@@ -76,9 +81,10 @@ class Parser {
     if (it == object_.end()) return;
     refuse_foreign(name);
     if (!it->is_array()) throw wrong_type(join(name), "a list", *it);
+    given_.insert(join(name));
     std::vector<S> out;
     for (size_t i = 0; i < it->size(); ++i) {
-      Parser sub((*it)[i], join(name) + "[" + std::to_string(i) + "]");
+      Parser sub((*it)[i], join(name) + "[" + std::to_string(i) + "]", given_);
       sub.expect_object();
       S element;
       visit(element, sub);
@@ -173,6 +179,7 @@ class Parser {
 
   const json& object_;
   std::string path_;
+  std::set<std::string>& given_;
   std::vector<std::string> known_;
   std::optional<std::pair<std::string, std::string>> foreign_;  // (keys' arch, configured arch)
 };
@@ -246,27 +253,39 @@ json read_json_root(const std::string& json_text, const std::string& origin) {
 
 }  // namespace
 
+TrainingData normalize_training_data(DataConfig& data, const std::set<std::string>& given) {
+  TrainingData t;
+  t.store = data.train_store;
+  if (data.train.empty()) {
+    // A store's corpora keep weight 1 each; train_src/train_tgt (given or the defaults) are one
+    // corpus of weight 1.
+    if (!t.from_store()) t.corpora = {CorpusConfig{data.train_src, data.train_tgt, 1.0}};
+    return t;
+  }
+  // data.train replaces the single pair; the defaults step aside, explicit values conflict.
+  for (const auto& [key, value] :
+       {std::pair<const char*, const std::string*>{"data.train_src", &data.train_src},
+        {"data.train_tgt", &data.train_tgt}})
+    if (given.count(key) > 0 && !value->empty())
+      throw Error(std::string(key) + ": give data.train or data.train_src/train_tgt, not both");
+  data.train_src.clear();
+  data.train_tgt.clear();
+  t.corpora = data.train;
+  t.from_list = true;
+  return t;
+}
+
 Config parse_config(const std::string& json_text, const std::vector<std::string>& overrides,
                     const std::string& origin) {
   json root = read_json_root(json_text, origin);
   for (const auto& o : overrides) apply_override(root, o);
 
   Config config;
-  Parser parser(root, "");
+  std::set<std::string> given;
+  Parser parser(root, "", given);
   visit(config, parser);
   parser.reject_unknown();
-  if (!config.data.train.empty()) {
-    // data.train replaces the single pair; the defaults step aside, explicit values conflict.
-    const auto data = root.find("data");
-    for (const char* key : {"train_src", "train_tgt"}) {
-      const auto it = data->find(key);
-      if (it != data->end() && !it->get<std::string>().empty())
-        throw Error(std::string("data.") + key +
-                    ": give data.train or data.train_src/train_tgt, not both");
-    }
-    config.data.train_src.clear();
-    config.data.train_tgt.clear();
-  }
+  config.data.training = normalize_training_data(config.data, given);
   validate_cross_fields(config);
   return config;
 }

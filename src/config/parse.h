@@ -1,8 +1,9 @@
 // Reading a config: JSON text (or a file) and "a.b=value" overrides into the typed structs of
 // config.h, every key checked against the schema (schema.h) and the keys' relations checked
-// (validate.h).
+// (validate.h), the training data normalized once (TrainingData).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,11 @@ namespace nmt {
 Config parse_config(const std::string& json_text, const std::vector<std::string>& overrides = {},
                     const std::string& origin = "config");
 Config load_config_file(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The training data that data.train, data.train_src/train_tgt and data.train_store name, as one
+// TrainingData; `given` holds the JSON paths the config set (the rest are defaults). data.train
+// beside an explicit non-empty train_src or train_tgt is refused naming that key; beside the
+// defaults it clears them, so the config prints back without them.
+TrainingData normalize_training_data(DataConfig& data, const std::set<std::string>& given);
 
 }  // namespace nmt

@@ -8,7 +8,8 @@
 
 namespace nmt {
 
-// The merged config as pretty JSON (every key, defaults included).
+// The merged config as pretty JSON (every key, defaults included). The training data is
+// written as the config spelled it (data.train_src/train_tgt, data.train, data.train_store).
 std::string config_to_json(const Config& config);
 
 // True when two model sections describe the same architecture (every key equal): the weights of

@@ -6,6 +6,26 @@
 
 namespace nmt {
 
+namespace {
+
+// The normalized training data: weights that leave an epoch empty, and text corpora without
+// files (only train_src/train_tgt can be empty: data.train's entries are checked as parsed).
+void validate_training_data(const DataConfig& d) {
+  const TrainingData& t = d.training;
+  if (t.from_list && std::none_of(t.corpora.begin(), t.corpora.end(),
+                                  [](const CorpusConfig& k) { return k.weight > 0; }))
+    throw Error("data.train: every weight is 0; at least one corpus must have a weight > 0");
+  if (!t.from_store() &&
+      std::any_of(t.corpora.begin(), t.corpora.end(),
+                  [](const CorpusConfig& k) { return k.src.empty() || k.tgt.empty(); }))
+    throw Error("data.train_src: give data.train_src and data.train_tgt, data.train or "
+                "data.train_store");
+  if (d.valid_src.empty() != d.valid_tgt.empty())
+    throw Error("data.valid_tgt: give both valid_src and valid_tgt, or neither");
+}
+
+}  // namespace
+
 void validate_cross_fields(const Config& c) {
   if (c.model.arch == Arch::kTransformer && c.model.d_model % c.model.heads != 0)
     throw Error("model.heads: " + std::to_string(c.model.heads) +
@@ -50,33 +70,22 @@ void validate_cross_fields(const Config& c) {
   if (c.decode.nbest > c.decode.beam_size)
     throw Error("decode.nbest: " + std::to_string(c.decode.nbest) + " exceeds decode.beam_size " +
                 std::to_string(c.decode.beam_size));
-  if (!c.data.train.empty() &&
-      std::none_of(c.data.train.begin(), c.data.train.end(),
-                   [](const CorpusConfig& k) { return k.weight > 0; }))
-    throw Error("data.train: every weight is 0; at least one corpus must have a weight > 0");
-  if (c.data.train.empty() && c.data.train_store.empty() &&
-      (c.data.train_src.empty() || c.data.train_tgt.empty()))
-    throw Error("data.train_src: give data.train_src and data.train_tgt, data.train or "
-                "data.train_store");
-  if (c.data.valid_src.empty() != c.data.valid_tgt.empty())
-    throw Error("data.valid_tgt: give both valid_src and valid_tgt, or neither");
+  validate_training_data(c.data);
 }
 
 void validate_data_files(const Config& c) {
   // Training files are only looked for here: preparing the store reads them once and refuses
   // aligned files whose line counts differ (counting them at every start would read the whole
   // corpus twice).
-  if (c.data.train_store.empty()) {
-    const auto corpora = training_corpora(c.data);
-    for (size_t i = 0; i < corpora.size(); ++i) {
-      const std::string key =
-          c.data.train.empty() ? "data.train_" : "data.train[" + std::to_string(i) + "].";
-      for (const auto& [side, path] : {std::pair<const char*, const std::string*>{"src", &corpora[i].src},
-                                       {"tgt", &corpora[i].tgt}})
-        if (!file_exists(*path)) throw Error(key + side + ": file not found: " + *path);
-    }
-  } else if (!file_exists(c.data.train_store + "/header.json")) {
-    throw Error("data.train_store: not a token store (no header.json): " + c.data.train_store);
+  const TrainingData& t = c.data.training;
+  if (!t.from_store()) {
+    for (size_t i = 0; i < t.corpora.size(); ++i)
+      for (const auto& [side, path] :
+           {std::pair<const char*, const std::string*>{"src", &t.corpora[i].src},
+            {"tgt", &t.corpora[i].tgt}})
+        if (!file_exists(*path)) throw Error(t.key(i, side) + ": file not found: " + *path);
+  } else if (!file_exists(t.store + "/header.json")) {
+    throw Error("data.train_store: not a token store (no header.json): " + t.store);
   }
   for (const auto& [key, path] :
        {std::pair<const char*, const std::string*>{"data.valid_src", &c.data.valid_src},

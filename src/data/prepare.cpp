@@ -31,7 +31,7 @@ std::string absolute_path(const std::string& path) {
 
 json inputs_json(const Config& c) {
   json out = json::array();
-  for (const auto& k : training_corpora(c.data))
+  for (const auto& k : c.data.training.corpora)
     out.push_back({{"src", absolute_path(k.src)}, {"tgt", absolute_path(k.tgt)}});
   return out;
 }
@@ -391,7 +391,7 @@ json encode_corpus_file(const CorpusConfig& corpus, const Vocabs& vocabs, Filter
 }  // namespace
 
 Vocabs train_vocabs(const Config& c, int threads) {
-  const auto corpora = training_corpora(c.data);
+  const auto& corpora = c.data.training.corpora;
   std::vector<std::string> src, tgt, both;
   for (const auto& k : corpora) {
     src.push_back(k.src);
@@ -427,11 +427,11 @@ void prepare_store(const Config& c, const Vocabs* given, const std::string& dir,
     Filters filters{c.data.max_len, c.data.max_len_ratio, c.data.dedup, {}};
     CorpusStats total;
     json inputs = json::array();
-    for (const auto& corpus : training_corpora(c.data))
+    for (const auto& corpus : c.data.training.corpora)
       inputs.push_back(encode_corpus_file(corpus, vocabs, filters, threads, out, total));
     out.finish();
     if (out.pairs() == 0)
-      throw Error("no training pairs left after filtering " + training_corpora(c.data)[0].src);
+      throw Error("no training pairs left after filtering " + c.data.training.corpora[0].src);
     write_vocabs(tmp, vocabs);
     const json header = {
         {"format", "nmt token store"},
