@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "config/parse.h"
+#include "config/print.h"
+#include "config/validate.h"
 #include "helpers.h"
 #include "util/util.h"
 
@@ -105,15 +108,14 @@ TEST(Config, MissingDataFileAndLineCountMismatch) {
   nmt_test::write_text(dir / "a.de", "eins\nzwei\n");
   Config c = parse_config(kMinimal);
   c.data.valid_src = c.data.valid_tgt = "";
-  c.data.train_src = dir / "missing.en";
-  c.data.train_tgt = dir / "a.de";
+  c.data.training.corpora = {{dir / "missing.en", dir / "a.de", 1.0}};
   try {
     validate_data_files(c);
     FAIL() << "missing file accepted";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "data.train_src: file not found: " + (dir / "missing.en"));
   }
-  c.data.train_src = dir / "a.en";
+  c.data.training.corpora[0].src = dir / "a.en";
   EXPECT_NO_THROW(validate_data_files(c));
   c.data.valid_src = dir / "a.en";
   c.data.valid_tgt = dir / "a.de";
@@ -293,4 +295,75 @@ TEST(Config, BadDurationsNameThePath) {
             "got \"-5m\"");
   EXPECT_EQ(error_of(kMinimal, {"train.max_time=true"}),
             "train.max_time: expected seconds or a duration string like \"45m\", got boolean true");
+}
+
+namespace {
+// A TrainingData as text, to compare whole structures.
+std::string describe(const TrainingData& t) {
+  json corpora = json::array();
+  for (const auto& k : t.corpora) corpora.push_back({k.src, k.tgt, k.weight});
+  return json{{"corpora", corpora}, {"store", t.store}}.dump();
+}
+}  // namespace
+
+// data.train_src/train_tgt and data.train name the same corpora alike; data.train_store is the
+// store, with data.train's weights when given. Every later stage reads only this structure.
+TEST(Config, TrainingDataSpellingsNormalizeAlike) {
+  const TrainingData pair =
+      parse_config(kMinimal, {"data.train_src=a.en", "data.train_tgt=a.de"}).data.training;
+  const TrainingData list =
+      parse_config(kMinimal, {R"(data.train=[{"src": "a.en", "tgt": "a.de"}])"}).data.training;
+  EXPECT_EQ(describe(pair), R"({"corpora":[["a.en","a.de",1.0]],"store":""})");
+  EXPECT_EQ(describe(list), describe(pair));
+  EXPECT_FALSE(pair.from_store());
+  EXPECT_EQ(pair.key(0, "src"), "data.train_src");
+  EXPECT_EQ(list.key(0, "tgt"), "data.train[0].tgt");
+  // The defaults are one corpus too.
+  EXPECT_EQ(describe(parse_config(kMinimal).data.training),
+            R"({"corpora":[["data/quickstart/train.en","data/quickstart/train.de",1.0]],)"
+            R"("store":""})");
+
+  const TrainingData store = parse_config(kMinimal, {"data.train_store=s"}).data.training;
+  EXPECT_TRUE(store.from_store());
+  EXPECT_EQ(describe(store), R"({"corpora":[],"store":"s"})");
+  EXPECT_TRUE(store.weights().empty());  // the store's corpora keep weight 1 each
+  const TrainingData weighted =
+      parse_config(kMinimal, {"data.train_store=s", R"(data.train=[{"src": "a", "tgt": "b",
+                                 "weight": 2}, {"src": "c", "tgt": "d", "weight": 0.5}])"})
+          .data.training;
+  EXPECT_TRUE(weighted.from_store());
+  EXPECT_EQ(weighted.weights(), (std::vector<double>{2.0, 0.5}));
+}
+
+// The printed config keeps the user's spelling and parses back to the same TrainingData.
+TEST(Config, TrainingDataSurvivesPrinting) {
+  for (const auto& sets : std::vector<std::vector<std::string>>{
+           {"data.train_src=a.en", "data.train_tgt=a.de"},
+           {R"(data.train=[{"src": "a.en", "tgt": "a.de", "weight": 3}])"},
+           {"data.train_store=s"}}) {
+    const Config c = parse_config(kMinimal, sets);
+    const Config again = parse_config(config_to_json(c));
+    EXPECT_EQ(describe(again.data.training), describe(c.data.training)) << sets[0];
+    EXPECT_EQ(again.data.training.from_list, c.data.training.from_list) << sets[0];
+  }
+  const json printed = json::parse(config_to_json(
+      parse_config(kMinimal, {R"(data.train=[{"src": "a.en", "tgt": "a.de"}])"})));
+  EXPECT_EQ(printed["data"]["train_src"], "");  // the defaults stepped aside
+  EXPECT_EQ(printed["data"]["train"].size(), 1u);
+}
+
+TEST(Config, MixedTrainingDataSpellingsAreRefused) {
+  const std::string list = R"(data.train=[{"src": "a.en", "tgt": "a.de"}])";
+  EXPECT_EQ(error_of(kMinimal, {list, "data.train_src=b.en"}),
+            "data.train_src: give data.train or data.train_src/train_tgt, not both");
+  EXPECT_EQ(error_of(R"({"train": {"max_steps": 10}, "data": {"train_tgt": "b.de", "train": )"
+                     R"([{"src": "a.en", "tgt": "a.de"}]}})"),
+            "data.train_tgt: give data.train or data.train_src/train_tgt, not both");
+  // An explicit empty pair beside data.train is what config.json holds: accepted.
+  EXPECT_EQ(error_of(kMinimal, {list, "data.train_src=", "data.train_tgt="}), "");
+  EXPECT_EQ(error_of(kMinimal, {"data.train_src="}),
+            "data.train_src: give data.train_src and data.train_tgt, data.train or "
+            "data.train_store");
+  EXPECT_EQ(error_of(kMinimal, {R"(data.train=[{"src": "a", "tgt": "b", "weight": 0}])"}),
+            "data.train: every weight is 0; at least one corpus must have a weight > 0");
 }

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "config/config.h"
+#include "config/parse.h"
 #include "corpus_helpers.h"
 #include "data/tensors.h"
 #include "helpers.h"

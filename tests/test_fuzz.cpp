@@ -16,6 +16,8 @@
 
 #include "ckpt/checkpoint.h"
 #include "config/config.h"
+#include "config/parse.h"
+#include "config/print.h"
 #include "decode/translate.h"
 #include "fuzz_helpers.h"
 #include "helpers.h"

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "config/parse.h"
 #include "golden_helpers.h"
 #include "helpers.h"
 #include "model/transformer.h"

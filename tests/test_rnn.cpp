@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "config/config.h"
+#include "config/parse.h"
 #include "data/tensors.h"
 #include "decode/search.h"
 #include "golden_helpers.h"

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "config/config.h"
+#include "config/parse.h"
 #include "data/batching.h"
 #include "data/prepare.h"
 #include "data/store.h"

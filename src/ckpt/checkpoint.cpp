@@ -13,6 +13,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "config/parse.h"
+#include "config/print.h"
 #include "model/device.h"
 #include "util/io.h"
 #include "util/util.h"

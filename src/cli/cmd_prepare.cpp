@@ -5,6 +5,8 @@
 
 #include "cli/commands.h"
 #include "config/config.h"
+#include "config/parse.h"
+#include "config/validate.h"
 #include "data/prepare.h"
 #include "util/io.h"
 #include "util/log.h"
@@ -36,7 +38,7 @@ void add_prepare_command(CLI::App& app) {
   cmd->callback([args] {
     setup_logging();
     Config config = load_config_file(args->config, args->overrides);
-    if (!config.data.train_store.empty())
+    if (config.data.training.from_store())
       throw Error("prepare: data.train_store names a store already; prepare reads the text files");
     validate_data_files(config);
     if (args->threads < 0) throw Error("--threads must be >= 0");
@@ -49,7 +51,7 @@ void add_prepare_command(CLI::App& app) {
     }
     const std::optional<Vocabs> vocabs = named_vocabs(config.vocab);
     spdlog::info("nmt prepare: {} corpus file pair(s) -> {}, {} thread(s)",
-                 training_corpora(config.data).size(), args->out, threads);
+                 config.data.training.corpora.size(), args->out, threads);
     prepare_store(config, vocabs ? &*vocabs : nullptr, args->out, threads);
   });
 }

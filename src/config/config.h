@@ -1,5 +1,6 @@
 // Typed configuration: one struct per JSON section, one comment and one default per field.
-// Parsing and validation live in config.cpp only; nothing downstream looks options up by string.
+// The keys are listed once (schema.h), read and checked by parse.h (with validate.h), written
+// back by print.h; nothing downstream looks options up by string.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +53,32 @@ struct CorpusConfig {
   double weight = 1.0;  // pairs an epoch takes: weight x the corpus's size (0 = none)
 };
 
+// The training data as every stage after the parser sees it, whichever keys named it: text
+// corpora (data.train, or data.train_src/train_tgt as one corpus of weight 1), or a token store
+// (data.train_store). parse_config fills it once; nothing else reads those keys.
+struct TrainingData {
+  // The text corpora in order. With a store: data.train's entries, whose weights apply to the
+  // store's corpora in order (none: weight 1 each).
+  std::vector<CorpusConfig> corpora;
+  std::string store;       // a token store made by nmt prepare ("" = prepare the text corpora)
+  bool from_list = false;  // named by data.train rather than data.train_src/train_tgt
+
+  bool from_store() const { return !store.empty(); }
+  // The JSON path of corpus i's side ("src" or "tgt") as the config spelled it, for messages.
+  std::string key(size_t i, const std::string& side) const {
+    return from_list ? "data.train[" + std::to_string(i) + "]." + side : "data.train_" + side;
+  }
+  // The corpora's weights in order (empty with a store and no data.train).
+  std::vector<double> weights() const {
+    std::vector<double> w;
+    for (const auto& k : corpora) w.push_back(k.weight);
+    return w;
+  }
+};
+
 struct DataConfig {
+  // Three spellings of the training data, kept as given so the config prints back as written;
+  // read `training` instead.
   std::string train_src = "data/quickstart/train.en";  // training source, one sentence a line
   std::string train_tgt = "data/quickstart/train.de";  // training target, aligned with train_src
   std::vector<CorpusConfig> train;  // several weighted corpora instead of train_src/train_tgt
@@ -64,10 +90,8 @@ struct DataConfig {
   int64_t max_len = 128;  // drop training pairs with more pieces than this on either side
   double max_len_ratio = 0;  // drop pairs whose longer side has more than this x the shorter's
   bool dedup = false;        // drop pairs identical to an earlier pair
+  TrainingData training;     // the spellings above, normalized by parse_config (not a JSON key)
 };
-
-// The corpora training reads: data.train, else data.train_src/train_tgt with weight 1.
-std::vector<CorpusConfig> training_corpora(const DataConfig& data);
 
 struct VocabConfig {
   bool joint = true;                      // one SentencePiece model for both languages
@@ -159,26 +183,6 @@ struct Config {
   TrainConfig train;
   DecodeConfig decode;
 };
-
-// Builds a config from JSON text (defaults fill missing keys), then applies "a.b=value" overrides.
-// Throws Error naming the JSON path on invalid JSON, unknown keys, wrong types or bad values.
-// `origin` names the source in messages (a file path, say).
-Config parse_config(const std::string& json_text, const std::vector<std::string>& overrides = {},
-                    const std::string& origin = "config");
-Config load_config_file(const std::string& path, const std::vector<std::string>& overrides = {});
-
-// Checks what training needs on disk: data files exist and source/target line counts agree.
-void validate_data_files(const Config& config);
-
-// The merged config as pretty JSON (every key, defaults included).
-std::string config_to_json(const Config& config);
-
-// True when two model sections describe the same architecture (every key equal): the weights of
-// one fit the other.
-bool same_model_config(const ModelConfig& a, const ModelConfig& b);
-
-// Markdown table of every key with its type, default and meaning (docs/config.md).
-std::string config_reference_markdown();
 
 // True for the device names train.device and --device take: auto, cpu, cuda, cuda:N.
 bool is_device_name(const std::string& name);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "config/print.h"
 #include "util/hash.h"
 #include "util/io.h"
 #include "util/line_reader.h"
@@ -39,7 +40,7 @@ std::string absolute_path(const std::string& path) {
 // The inputs' absolute paths, as the header records them.
 std::vector<std::pair<std::string, std::string>> input_paths(const Config& c) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& k : training_corpora(c.data))
+  for (const auto& k : c.data.training.corpora)
     out.emplace_back(absolute_path(k.src), absolute_path(k.tgt));
   return out;
 }
@@ -411,7 +412,7 @@ int64_t vocab_training_memory(int64_t text_bytes, int64_t lines) {
 }
 
 Vocabs train_vocabs(const Config& c, int threads) {
-  const auto corpora = training_corpora(c.data);
+  const auto& corpora = c.data.training.corpora;
   std::vector<std::string> src, tgt, both;
   for (const auto& k : corpora) {
     src.push_back(k.src);
@@ -511,7 +512,7 @@ void prepare_store(const Config& c, const Vocabs* given, const std::string& dir,
     Filters filters{{c.data.max_len, c.data.max_len_ratio, false}, c.data.dedup, {}};
     CorpusStats total;
     std::vector<StoreInput> inputs;
-    const auto corpora = training_corpora(c.data);
+    const auto& corpora = c.data.training.corpora;
     for (const auto& corpus : corpora)
       inputs.push_back(encode_corpus_file(corpus, vocabs, filters, threads, out, total));
     out.finish();

@@ -108,6 +108,12 @@ void DataParallelSync::gradients_ready(const std::vector<torch::Tensor>&) {
 
 void DataParallelSync::sum(std::vector<double>& values) { values = group_.sum(values); }
 
+std::unique_ptr<GradientSync> make_gradient_sync(Group& group, std::vector<torch::Tensor> params) {
+  if (auto* process_group = dynamic_cast<ProcessGroup*>(&group))
+    return std::make_unique<DataParallelSync>(*process_group, std::move(params));
+  return std::make_unique<GradientSync>();  // one process: its gradients are the sums
+}
+
 namespace {
 // A hash of the parameters' bytes: equal hashes on every rank mean bitwise-equal weights (up to
 // a 64-bit collision).

@@ -7,7 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "train/distributed.h"
+#include "dist/group.h"
+#include "dist/process_group.h"
 #include "train/step.h"
 
 namespace nmt {
@@ -45,6 +46,10 @@ class DataParallelSync : public GradientSync {
   bool armed_ = false;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // keeps the hooks alive
 };
+
+// How a step's gradients become the same on every rank: bucketed all-reduces for a
+// ProcessGroup, nothing for one process.
+std::unique_ptr<GradientSync> make_gradient_sync(Group& group, std::vector<torch::Tensor> params);
 
 // Rank 0's weights on every rank, then a check that they are equal everywhere.
 void broadcast_parameters(Group& group, const std::vector<torch::Tensor>& params);

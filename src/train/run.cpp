@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ckpt/checkpoint.h"
+#include "config/print.h"
 #include "train/data_parallel.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -87,7 +88,7 @@ void build_model(Run& r) {
   r.optimizer = std::make_unique<torch::optim::Adam>(
       r.model->parameters(),
       torch::optim::AdamOptions(1.0).betas({tc.adam_beta1, tc.adam_beta2}).eps(tc.adam_eps));
-  r.sync = r.group->gradient_sync(r.model->parameters());
+  r.sync = make_gradient_sync(*r.group, r.model->parameters());
 }
 
 // With --resume: the weights, Adam's state (unless --reset-optimizer) and the training state.

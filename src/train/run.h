@@ -12,7 +12,7 @@
 #include "config/config.h"
 #include "model/device.h"
 #include "model/seq2seq.h"
-#include "train/distributed.h"
+#include "dist/group.h"
 #include "train/setup.h"
 #include "ckpt/checkpoint_state.h"
 #include "train/step.h"

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ckpt/checkpoint.h"
+#include "config/print.h"
 #include "data/prepare.h"
 #include "util/io.h"
 #include "util/util.h"
@@ -33,10 +34,9 @@ void check_resume_compatible(const Config& now, const Config& saved, const Train
   auto str = [](const auto& v) { return nlohmann::json(v).dump(); };
   const auto &a = saved.train, &b = now.train;
   const std::vector<Field> fields = {
-      {"data.train_src", str(saved.data.train_src), str(now.data.train_src), true},
-      {"data.train_tgt", str(saved.data.train_tgt), str(now.data.train_tgt), true},
-      {"data.train", corpora_json(saved.data.train), corpora_json(now.data.train), true},
-      {"data.train_store", str(saved.data.train_store), str(now.data.train_store), true},
+      {now.data.training.from_list ? "data.train" : "data.train_src/train_tgt",
+       corpora_json(saved.data.training.corpora), corpora_json(now.data.training.corpora), true},
+      {"data.train_store", str(saved.data.training.store), str(now.data.training.store), true},
       {"data.max_len", str(saved.data.max_len), str(now.data.max_len), true},
       {"data.max_len_ratio", str(saved.data.max_len_ratio), str(now.data.max_len_ratio), true},
       {"data.dedup", str(saved.data.dedup), str(now.data.dedup), true},
@@ -107,13 +107,6 @@ std::unique_ptr<TokenStore> ready_store(const Config& c, const TrainOptions& opt
   return TokenStore::open(dir, c.data.in_memory);
 }
 
-// Weights for the store's corpora: data.train's, else 1 each.
-std::vector<CorpusRange> weighted_corpora(const Config& c, const TokenStore& store) {
-  std::vector<double> weights;
-  for (const auto& k : c.data.train) weights.push_back(k.weight);
-  return store.corpora(weights);
-}
-
 }  // namespace
 
 namespace {
@@ -124,7 +117,7 @@ void load_data(const Config& config, RunSetup& run);
 }  // namespace
 
 std::string training_store_dir(const Config& config, const std::string& run_dir) {
-  if (!config.data.train_store.empty()) return config.data.train_store;
+  if (config.data.training.from_store()) return config.data.training.store;
   if (config.data.cache_dir.empty()) return run_dir + "/store";
   return config.data.cache_dir + "/store-" + store_key(config);
 }
@@ -172,7 +165,7 @@ void prepare_main(const Config& config, const TrainOptions& options, RunSetup& r
 
   const auto fixed = fixed_vocabs(config, run);
   const std::string dir = training_store_dir(config, run_dir);
-  if (!config.data.train_store.empty()) {
+  if (config.data.training.from_store()) {
     run.store = TokenStore::open(dir, config.data.in_memory);
     if (fixed)
       if (auto why = run.store->vocab_mismatch(*fixed))
@@ -199,7 +192,7 @@ void prepare_main(const Config& config, const TrainOptions& options, RunSetup& r
 
 void load_data(const Config& config, RunSetup& run) {
   log_corpus("training", run.store->stats());
-  run.corpora = weighted_corpora(config, *run.store);
+  run.corpora = run.store->corpora(config.data.training.weights());
   if (!config.data.valid_src.empty()) {
     // Read once: the raw lines are translated for BLEU, their encoding gives the loss.
     run.valid = make_eval_set(read_lines(config.data.valid_src), read_lines(config.data.valid_tgt),

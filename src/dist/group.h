@@ -1,6 +1,7 @@
-// Data-parallel training's process group, over torch.distributed's c10d as PyTorch's own
-// DistributedDataParallel uses it: the environment torchrun gives each worker, a TCPStore
-// rendezvous, and Gloo on the CPU or NCCL on CUDA. c10d's headers stay in distributed.cpp.
+// The processes that work together (data-parallel training): the environment torchrun gives each
+// worker, and the group's collectives behind one interface, so that one process is a group of
+// one. The c10d group itself is ProcessGroup (process_group.h); c10d's headers stay in dist's
+// .cpp files and rendezvous.h.
 #pragma once
 
 #include <torch/torch.h>
@@ -38,8 +39,6 @@ bool cpu_groups_available();
 // missing or malformed (a RANK without WORLD_SIZE, a rank outside [0, WORLD_SIZE), ...).
 LaunchEnv read_launch_env();
 
-class GradientSync;
-
 // The processes that train together, one of them this one. A single process is a group of one
 // (LocalGroup), so training code has one path. Every call is a collective: all ranks make the
 // same calls in the same order.
@@ -63,8 +62,6 @@ class Group {
   virtual std::string from_rank0(const std::string& key, const std::string& value) = 0;
   // The step this rank is at, for error messages.
   virtual void set_step(int64_t step) = 0;
-  // How a step's gradients become the same on every rank (nothing to do for one process).
-  virtual std::unique_ptr<GradientSync> gradient_sync(std::vector<torch::Tensor> params) = 0;
   // Logs the group's make-up (rank 0; nothing for one process).
   virtual void log_members() = 0;
 };
@@ -80,7 +77,6 @@ class LocalGroup : public Group {
   void wait_for_rank0(const std::string&) override {}
   std::string from_rank0(const std::string&, const std::string& value) override { return value; }
   void set_step(int64_t) override {}
-  std::unique_ptr<GradientSync> gradient_sync(std::vector<torch::Tensor> params) override;
   void log_members() override {}
 };
 
@@ -88,64 +84,5 @@ class LocalGroup : public Group {
 // one an address), else a LocalGroup.
 std::unique_ptr<Group> make_group(const LaunchEnv& env, const torch::Device& device,
                                   std::chrono::seconds timeout);
-
-// One process's membership of a data-parallel group. A rank that dies or stops answering makes
-// the others' calls throw Error within the timeout.
-class ProcessGroup : public Group {
- public:
-  // Rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 hosts the store unless torchrun's agent
-  // does), then a Gloo (CPU device) or NCCL (CUDA device) group.
-  ProcessGroup(const LaunchEnv& env, const torch::Device& device, std::chrono::seconds timeout);
-  ~ProcessGroup();
-  ProcessGroup(const ProcessGroup&) = delete;
-  ProcessGroup& operator=(const ProcessGroup&) = delete;
-
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  const std::string& backend() const { return backend_; }
-  // Where this rank's Gloo device listens, and why there ("" for NCCL).
-  const std::string& address() const { return address_; }
-  // Every rank's address(), in rank order (empty for NCCL), read from the store, where each
-  // rank posts its own as its Gloo device is made: for rank 0's log.
-  std::vector<std::string> addresses();
-
-  // An all-reduce (sum) in flight; wait() finishes it, leaving the sums in the tensor.
-  class Pending {
-   public:
-    virtual ~Pending() = default;
-    virtual void wait() = 0;
-  };
-  // Starts summing `t` (contiguous, on the group's device) in place over the ranks.
-  std::unique_ptr<Pending> all_reduce_sum(torch::Tensor t);
-
-  std::vector<double> sum(const std::vector<double>& values) override;
-  void broadcast(std::vector<torch::Tensor> tensors, int root) override;
-  std::vector<torch::Tensor> all_gather(const torch::Tensor& t) override;
-  void barrier();
-  // Through the store: rank 0 posts it under `key`, the others wait for it. One call per key.
-  std::string from_rank0(const std::string& key, const std::string& value) override;
-  void wait_for_rank0(const std::string& key) override;
-  void set_step(int64_t step) override { step_ = step; }
-  std::unique_ptr<GradientSync> gradient_sync(std::vector<torch::Tensor> params) override;
-  void log_members() override;
-
-  // Throws Error for a failed collective: "rank R: lost rank(s) L during WHAT at step S: ...".
-  [[noreturn]] void fail(const std::string& what, const std::exception& e);
-
- private:
-  // After a failed collective every live rank signs in at the store; the ranks that do not
-  // within a few seconds are the lost ones.
-  std::string lost_ranks();
-  LaunchEnv env_;
-  int64_t step_ = 0;
-  bool agent_store_ = false;
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-  int rank_ = 0;
-  int size_ = 1;
-  std::string backend_;
-  std::string address_;
-  torch::Device device_;
-};
 
 }  // namespace nmt
