@@ -98,7 +98,7 @@ struct VocabConfig {
   int64_t size = 8000;                    // vocabulary size when training a model
   VocabType model_type = VocabType::kUnigram;  // unigram | bpe | char | word
   double character_coverage = 1.0;        // share of characters the model must cover
-  int64_t input_sentence_size = 2000000;  // sentences sampled to train the vocabulary
+  int64_t input_sentence_size = 600000;   // sentences sampled to train the vocabulary
   int64_t max_sentence_length = 2048;     // longer lines (bytes) are left out of that sample
   std::string model;      // existing joint model (.model); "" = train one into the run dir
   std::string src_model;  // existing source model when joint = false; "" = train one
