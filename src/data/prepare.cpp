@@ -32,6 +32,8 @@ namespace {
 constexpr int64_t kVocabBytesPerByte = 24;
 constexpr int64_t kVocabBytesPerLine = 100;
 constexpr int64_t kVocabBaseBytes = 300000000;
+// SentencePiece's input_sentence_size as nmt has always given it (see train_one).
+constexpr int64_t kSpmSentenceLimit = 2000000;
 
 std::string absolute_path(const std::string& path) {
   return fs::absolute(path).lexically_normal().string();
@@ -125,8 +127,12 @@ SentencePiece train_one(const Config& c, const std::vector<std::string>& files,
   o.vocab_size = c.vocab.size;
   o.model_type = name_of(c.vocab.model_type);
   o.character_coverage = c.vocab.character_coverage;
-  o.input_sentence_size = c.vocab.input_sentence_size;
-  o.max_sentence_length = c.vocab.max_sentence_length;
+  // The sample is nmt's: SentencePiece must take every line of it, not sample again. Its limits
+  // are stored in the model file, so they stay at the values nmt always gave (2,000,000 lines,
+  // SentencePiece's 4,192 bytes) unless the config asks for more: a corpus smaller than the
+  // sample gets the same model bytes as before.
+  o.input_sentence_size = std::max<int64_t>(c.vocab.input_sentence_size, kSpmSentenceLimit);
+  o.max_sentence_length = std::max(c.vocab.max_sentence_length, o.max_sentence_length);
   o.threads = threads;
   return SentencePiece::train(text, o);
 }

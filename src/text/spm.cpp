@@ -185,10 +185,13 @@ SentencePiece SentencePiece::train(std::string_view text, const SpmTrainOptions&
   options << "vocab_size=" << o.vocab_size << "\nmodel_type=" << o.model_type
           << "\ncharacter_coverage=" << o.character_coverage
           << "\ninput_sentence_size=" << o.input_sentence_size
-          << "\nmax_sentence_length=" << o.max_sentence_length
           << "\nshuffle_input_sentence=true\nhard_vocab_limit=false"
           << "\npad_id=0\nunk_id=1\nbos_id=2\neos_id=3\nminloglevel=1"
           << "\nnum_threads=" << std::max(1, o.threads);
+  // Only when it differs from SentencePiece's default: an option given is stored in the model
+  // file, and models trained as before keep their bytes.
+  if (o.max_sentence_length != SpmTrainOptions{}.max_sentence_length)
+    options << "\nmax_sentence_length=" << o.max_sentence_length;
   const Shim& s = shim();
   char* model = nullptr;
   size_t len = 0;
