@@ -350,11 +350,10 @@ TEST(DecodeOptions, FlagsOverTheCheckpointsDecodeSection) {
   EXPECT_EQ(o.translate.batch_workers, 1);
 }
 
-// auto is bf16 on a CPU with bfloat16 products and fp32 elsewhere, resolved on the device.
-TEST(DecodeOptions, PrecisionIsResolvedOnTheDevice) {
+// auto, the default, is bf16 on a CPU with bfloat16 products and fp32 elsewhere.
+TEST(DecodeOptions, PrecisionAutoIsTheDefault) {
   DecodeFlags flags;
   flags.device = "cpu";
-  flags.precision = "auto";
   const auto o = decode_options(flags, [] { return DecodeConfig{}; });
   EXPECT_EQ(o.precision_setting, PrecisionSetting::kAuto);
   EXPECT_EQ(o.translate.precision, have_bf16_gemm() ? Precision::kBf16 : Precision::kFp32);

@@ -30,8 +30,8 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
                   "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N (default: auto)");
   cmd->add_option(
       "--precision", flags.precision,
-      "fp32, or bf16 / fp16 (CUDA autocast; bf16 also on AVX512-BF16 CPUs: faster, may cost "
-      "BLEU), or auto (bf16 on a CPU with AVX512-BF16, else fp32) (default: fp32)");
+      "fp32, or bf16 / fp16 (CUDA autocast; bf16 also on AVX512-BF16 CPUs), or auto (bf16 on "
+      "a CPU with AVX512-BF16, else fp32) (default: auto)");
   cmd->add_option("--ensemble-weights", flags.ensemble_weights,
                   "With several --checkpoint: each model's weight in the mean of log-probabilities, "
                   "comma-separated (default: equal)")

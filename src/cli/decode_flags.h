@@ -27,7 +27,7 @@ struct DecodeFlags {
   int threads = 0;                 // 0: all cores
   std::string quantize;            // "" (float) or "int8": int8 output projection
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
-  std::string precision = "fp32";  // fp32 | bf16 | fp16 (CUDA autocast) | auto
+  std::string precision = "auto";  // fp32 | bf16 | fp16 (CUDA autocast) | auto
   std::string parallel = "auto";   // CPU threads' work: batches | ops | auto (see --parallel)
   std::vector<double> ensemble_weights;  // one per --checkpoint; empty: equal
 };
