@@ -5,12 +5,14 @@
 #include <limits>
 #include <tuple>
 
+#include "cli/decode_flags.h"
 #include "data/tensors.h"
 #include "decode/search.h"
 #include "helpers.h"
 #include "model/transformer.h"
 #include "model_helpers.h"
 #include "text/spm.h"
+#include "util/blas.h"
 #include "util/util.h"
 
 using namespace nmt;
@@ -315,4 +317,83 @@ TEST(TopCandidates, RejectsBadShapes) {
   EXPECT_THROW(nmt::top_candidates(logits, torch::zeros({4}), 3, 1), nmt::Error);  // 4 % 3
   EXPECT_THROW(nmt::top_candidates(logits, torch::zeros({4}), 2, 7), nmt::Error);  // 7 > 6
   EXPECT_THROW(nmt::top_candidates(logits, torch::zeros({3}), 1, 1), nmt::Error);
+}
+
+// DecodeOptions: the flags over the checkpoint's decode section, resolved once.
+TEST(DecodeOptions, FlagsOverTheCheckpointsDecodeSection) {
+  DecodeConfig config;
+  config.beam_size = 4;
+  config.length_penalty = 0.6;
+  config.batch_tokens = 2000;
+  config.max_len_a = 1.2;
+  DecodeFlags flags;
+  flags.device = "cpu";
+  flags.precision = "fp32";
+  flags.threads = 3;
+  flags.length_penalty = 1.0;
+  auto o = decode_options(flags, [&] { return config; });
+  EXPECT_TRUE(o.device.is_cpu());
+  EXPECT_EQ(o.translate.precision, Precision::kFp32);
+  EXPECT_EQ(o.threads, 3);
+  EXPECT_EQ(o.translate.search.beam_size, 4);
+  EXPECT_EQ(o.translate.search.length_penalty, 1.0);
+  EXPECT_EQ(o.translate.search.max_len_a, 1.2);
+  EXPECT_EQ(o.translate.batch_tokens, 2000);
+  EXPECT_EQ(o.translate.batch_workers, 3);  // --parallel auto on the CPU
+  EXPECT_EQ(o.translate.min_batches_per_worker, 4);
+  flags.beam = 1;
+  flags.batch_tokens = 500;
+  flags.parallel = "ops";
+  o = decode_options(flags, [&] { return config; });
+  EXPECT_EQ(o.translate.search.beam_size, 1);
+  EXPECT_EQ(o.translate.batch_tokens, 500);
+  EXPECT_EQ(o.translate.batch_workers, 1);
+}
+
+// auto, the default, is bf16 on a CPU with bfloat16 products and fp32 elsewhere.
+TEST(DecodeOptions, PrecisionAutoIsTheDefault) {
+  DecodeFlags flags;
+  flags.device = "cpu";
+  const auto o = decode_options(flags, [] { return DecodeConfig{}; });
+  EXPECT_EQ(o.precision_setting, PrecisionSetting::kAuto);
+  EXPECT_EQ(o.translate.precision, have_bf16_gemm() ? Precision::kBf16 : Precision::kFp32);
+}
+
+// A bad flag is refused, naming it, before the checkpoint's config is read.
+TEST(DecodeOptions, BadFlagsAreRefusedBeforeTheConfigIsRead) {
+  const auto never = []() -> DecodeConfig {
+    ADD_FAILURE() << "the config was read";
+    return {};
+  };
+  auto refused = [&](DecodeFlags flags, const std::string& message) {
+    try {
+      decode_options(flags, never);
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  DecodeFlags f;
+  f.threads = -1;
+  refused(f, "--threads must be >= 0");
+  f = {};
+  f.parallel = "threads";
+  refused(f, "--parallel must be auto, batches or ops");
+  f = {};
+  f.quantize = "int4";
+  refused(f, "--quantize must be int8");
+  f = {};
+  f.device = "gpu";
+  refused(f, "--device: unknown device");
+  f = {};
+  f.device = "cuda";
+  f.quantize = "int8";
+  refused(f, "--quantize int8 runs on the CPU only");
+  f = {};
+  f.device = "cpu";
+  f.precision = "fp16";
+  refused(f, "--precision fp16 runs on CUDA only");
+  f = {};
+  f.precision = "fp64";
+  refused(f, "--precision");
 }

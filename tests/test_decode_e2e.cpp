@@ -329,7 +329,7 @@ TEST_F(QuickstartRun, Bf16ProductsOnTheCpuScoreCloseToFloat) {
     EXPECT_NE(r.output.find(nmt::bf16_gemm_missing()), std::string::npos) << r.output;
     return;
   }
-  const auto f = run_command(eval + " 2>/dev/null");
+  const auto f = run_command(eval + " --precision fp32 2>/dev/null");
   const auto b = run_command(eval + " --precision bf16 2>" + path("bf16.log"));
   ASSERT_EQ(f.status, 0) << f.output;
   ASSERT_EQ(b.status, 0) << b.output;

@@ -1,4 +1,4 @@
-// Ensembles (model/ensemble.h): one member is the model itself to the bit; several mix their
+// Ensembles (decode/scorer.h): one member is the model itself to the bit; several mix their
 // log-probabilities by weight; cached steps equal the full pass; the binary takes repeated
 // --checkpoint and refuses models with other vocabularies.
 #include <gtest/gtest.h>
@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "decode/scorer.h"
 #include "decode/search.h"
 #include "helpers.h"
-#include "model/ensemble.h"
 #include "model_helpers.h"
 #include "quickstart_run.h"
 #include "util/util.h"
@@ -39,11 +39,14 @@ ModelConfig rnn() {
   return c;
 }
 
-Seq2Seq ensemble_of(std::vector<Seq2Seq> members, std::vector<double> weights = {}) {
-  std::shared_ptr<Seq2SeqImpl> e = std::make_shared<EnsembleImpl>(std::move(members), weights);
-  Seq2Seq model(e);
-  model->eval();
-  return model;
+std::unique_ptr<EnsembleScorer> ensemble_of(const std::vector<Seq2Seq>& members,
+                                            std::vector<double> weights = {}) {
+  std::vector<std::unique_ptr<Scorer>> scorers;
+  for (auto m : members) {
+    m->eval();
+    scorers.push_back(std::make_unique<ModelScorer>(m));
+  }
+  return std::make_unique<EnsembleScorer>(std::move(scorers), std::move(weights));
 }
 
 void expect_same_hypotheses(const std::vector<std::vector<Hypothesis>>& a,
@@ -69,7 +72,7 @@ TEST(Ensemble, OneMemberIsTheModelToTheBit) {
     o.beam_size = beam;
     o.nbest = beam;
     o.length_penalty = 0.6;
-    expect_same_hypotheses(search(e, src, o), search(m, src, o), /*scores=*/true);
+    expect_same_hypotheses(search(*e, src, o), search(m, src, o), /*scores=*/true);
   }
 }
 
@@ -82,15 +85,25 @@ TEST(Ensemble, ScoresAreTheWeightedMeanOfTheMembersLogProbabilities) {
   auto e = ensemble_of({a, b}, {1.0, 3.0});
   const auto src = nmt_test::random_source(3, 30, 5);
   const auto tgt = nmt_test::random_source(3, 30, 6);
-  const auto want = 0.25 * torch::log_softmax(a->forward(src, tgt), -1) +
-                    0.75 * torch::log_softmax(b->forward(src, tgt), -1);
-  EXPECT_TRUE(torch::allclose(e->forward(src, tgt), want, 1e-5, 1e-5));
+  const auto want = torch::log_softmax(0.25 * torch::log_softmax(a->forward(src, tgt), -1) +
+                                           0.75 * torch::log_softmax(b->forward(src, tgt), -1),
+                                       -1);
+  const auto full = torch::log_softmax(e->forward(src, tgt), -1);
+  EXPECT_TRUE(torch::allclose(full, want, 1e-5, 1e-5));
   EXPECT_EQ(e->max_positions(), 40);  // the smaller of the two
-  // Cached steps equal the full pass; the source attention is the first member's.
-  nmt_test::expect_steps_match_full_pass(e, src, tgt);
-  std::vector<torch::Tensor> ea, aa;
-  e->decode(tgt, e->encode(src), &ea);
+  // Cached steps equal the full pass, sentences' beams included (group 2).
+  const auto tgt2 = tgt.repeat_interleave(2, 0);
+  auto state = e->start(src, 2);
+  for (int64_t t = 0; t < tgt.size(1); ++t) {
+    const auto step = torch::log_softmax(e->step(tgt2.select(1, t), *state), -1);
+    EXPECT_TRUE(torch::allclose(step, full.select(1, t).repeat_interleave(2, 0), 1e-5, 1e-5))
+        << "step " << t;
+  }
+  // The source attention is the first member's.
+  std::vector<torch::Tensor> aa;
   a->decode(tgt, a->encode(src), &aa);
+  const auto ea = e->attention(src, tgt);
+  EXPECT_EQ(e->attention_layers(), a->attention_layers());
   ASSERT_EQ(ea.size(), aa.size());
   for (size_t l = 0; l < ea.size(); ++l) EXPECT_TRUE(torch::equal(ea[l], aa[l]));
 }
@@ -101,16 +114,36 @@ TEST(Ensemble, TwoCopiesSearchLikeOneModel) {
   const auto src = nmt_test::random_source(6, 30, 8);
   SearchOptions o;
   o.beam_size = 4;
-  expect_same_hypotheses(search(e, src, o), search(m, src, o), /*scores=*/false);
+  expect_same_hypotheses(search(*e, src, o), search(m, src, o), /*scores=*/false);
+}
+
+// The fused mix is acc_scale * acc + w * x, as ATen computes it.
+TEST(Ensemble, MixScoresIsTheWeightedSum) {
+  torch::manual_seed(11);
+  const auto a = torch::randn({37, 1001}), x = torch::randn({37, 1001});
+  const auto want = a * 0.25f + x * 0.75f;
+  const auto got = mix_scores(a.clone(), 0.25, x, 0.75);
+  EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-6));
+  // Off the fused path (double scores): the same through ATen, in float.
+  const auto d = mix_scores(a.to(torch::kDouble), 0.25, x.to(torch::kDouble), 0.75);
+  EXPECT_EQ(d.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::allclose(d, want, 1e-6, 1e-6));
+}
+
+TEST(Ensemble, OneModelIsAModelScorer) {
+  auto m = nmt_test::random_model(transformer(16), 30, 12);
+  EXPECT_NE(dynamic_cast<ModelScorer*>(make_scorer({m}).get()), nullptr);
+  EXPECT_NE(dynamic_cast<EnsembleScorer*>(make_scorer({m}, {1.0}).get()), nullptr);
+  EXPECT_NE(dynamic_cast<EnsembleScorer*>(make_scorer({m, m}).get()), nullptr);
 }
 
 TEST(Ensemble, WeightsAreChecked) {
   auto m = nmt_test::random_model(transformer(16), 30, 9);
-  EXPECT_THROW(EnsembleImpl({m, m}, {1.0}), Error);
-  EXPECT_THROW(EnsembleImpl({m, m}, {1.0, -1.0}), Error);
-  EXPECT_THROW(EnsembleImpl({m, m}, {0.0, 0.0}), Error);
-  EXPECT_THROW(EnsembleImpl({}, {}), Error);
-  EXPECT_EQ(EnsembleImpl({m, m}, {1.0, 3.0}).weights(), std::vector<double>({0.25, 0.75}));
+  EXPECT_THROW(ensemble_of({m, m}, {1.0}), Error);
+  EXPECT_THROW(ensemble_of({m, m}, {1.0, -1.0}), Error);
+  EXPECT_THROW(ensemble_of({m, m}, {0.0, 0.0}), Error);
+  EXPECT_THROW(ensemble_of({}, {}), Error);
+  EXPECT_EQ(ensemble_of({m, m}, {1.0, 3.0})->weights(), std::vector<double>({0.25, 0.75}));
 }
 
 // Through the binary: repeated --checkpoint, a two-copy ensemble translating as the model does

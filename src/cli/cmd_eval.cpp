@@ -41,25 +41,26 @@ struct EvalArgs {
   bool json = false;
 };
 
-void check_eval_args(EvalArgs& args) {
+void check_eval_args(const EvalArgs& args) {
   if (args.checkpoints.empty() == args.hyp.empty())
     throw Error("give either --checkpoint with --src, or --hyp");
   if (!args.checkpoints.empty() && args.src.empty())
     throw Error("--checkpoint needs --src, the source file to translate");
   if (args.hyp.empty() == false && (!args.src.empty() || !args.hyp_out.empty()))
     throw Error("--src and --hyp-out need --checkpoint; --hyp scores an existing file");
-  check_decode_flags(args.decode);
   // Refused before the translation, not after it.
   if (!args.hyp_out.empty()) check_writable_file(args.hyp_out);
 }
 
 // Translates --src and scores it; the report gets the model's entries, loss_line the reference
 // loss in words.
-FileEval translate_and_score(const EvalArgs& args, nlohmann::json& report,
-                             std::string& loss_line) {
-  use_inference_threads(args.decode);
-  LoadedModel m = load_for_decoding(args.checkpoints, args.decode);
-  TranslateOptions options = decode_options(args.decode, m.config, m.model->device());
+FileEval translate_and_score(const EvalArgs& args, const DecodeRequest& request,
+                             nlohmann::json& report, std::string& loss_line) {
+  const DecodeOptions& decode = request.options;
+  use_inference_threads(decode);
+  const DecodingModels d = load_for_decoding(request.checkpoints, decode);
+  const LoadedModel& m = d.first();
+  TranslateOptions options = decode.translate;
   options.search.nbest = 1;
   spdlog::info("translating {} with {} (beam {})", args.src, m.dir, options.search.beam_size);
   // Translations go to a temporary file renamed over --hyp-out at the end.
@@ -70,7 +71,7 @@ FileEval translate_and_score(const EvalArgs& args, nlohmann::json& report,
   FileEval e;
   try {
     // The reference loss covers the pairs both sides of which can be encoded.
-    e = evaluate_files(m.model, m.vocabs, args.src, args.ref, options, options.batch_tokens,
+    e = evaluate_files(*d.scorer, m.vocabs, args.src, args.ref, options, options.batch_tokens,
                        [&](const std::string& h) {
                          if (hyp_out) hyp_out->write(h + "\n");
                        });
@@ -161,8 +162,13 @@ void add_eval_command(CLI::App& app) {
     check_eval_args(*args);
     nlohmann::json report;
     std::string loss_line;
-    const FileEval e = args->checkpoints.empty() ? score_files(args->hyp, args->ref)
-                                                : translate_and_score(*args, report, loss_line);
+    if (args->checkpoints.empty()) {
+      print_scores(score_files(args->hyp, args->ref), report, loss_line, args->json);
+      return;
+    }
+    const FileEval e =
+        translate_and_score(*args, decode_request(args->decode, args->checkpoints), report,
+                            loss_line);
     print_scores(e, report, loss_line, args->json);
   });
 }

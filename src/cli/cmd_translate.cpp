@@ -31,27 +31,25 @@ struct TranslateArgs {
   int64_t chunk_lines = 1000;
 };
 
-void check_translate_args(TranslateArgs& args) {
-  check_decode_flags(args.decode);
+// The checkpoints and decoding options, resolved once: the shared flags over the checkpoint's
+// decode section, then translate's own (n-best, attention). Throws Error on a bad flag before
+// anything loads.
+DecodeRequest translate_request(const TranslateArgs& args) {
   if (args.chunk_lines < 1) throw Error("--chunk-lines must be >= 1");
   if (args.nbest < 0) throw Error("--nbest must be >= 1");
   if (args.attention_layer < -1 || args.attention_head < -1)
     throw Error("--attention-layer and --attention-head must be >= 0");
-}
-
-// The search settings: the checkpoint's decoding config under the flags.
-TranslateOptions translate_options(const TranslateArgs& args, const LoadedModel& m) {
-  TranslateOptions options = decode_options(args.decode, m.config, m.model->device());
-  options.search.nbest = args.nbest > 0 ? args.nbest : 1;
-  if (options.search.nbest > options.search.beam_size)
-    throw Error("--nbest " + std::to_string(options.search.nbest) + " exceeds the beam size " +
-                std::to_string(options.search.beam_size) + " (raise --beam)");
-  options.attention = !args.attention_out.empty();
-  options.attention_layer = args.attention_layer;
-  options.attention_head = args.attention_head;
-  spdlog::info("beam {}, length penalty {}", options.search.beam_size,
-               options.search.length_penalty);
-  return options;
+  DecodeRequest request = decode_request(args.decode, args.checkpoints);
+  DecodeOptions& options = request.options;
+  auto& search = options.translate.search;
+  search.nbest = args.nbest > 0 ? args.nbest : 1;
+  if (search.nbest > search.beam_size)
+    throw Error("--nbest " + std::to_string(search.nbest) + " exceeds the beam size " +
+                std::to_string(search.beam_size) + " (raise --beam)");
+  options.translate.attention = !args.attention_out.empty();
+  options.translate.attention_layer = args.attention_layer;
+  options.translate.attention_head = args.attention_head;
+  return request;
 }
 
 void log_totals(const TranslateStats& total, double secs) {
@@ -65,8 +63,9 @@ void log_totals(const TranslateStats& total, double secs) {
                static_cast<double>(total.output_tokens) / std::max(secs, 1e-9));
 }
 
-void run_translate(const TranslateArgs& args) {
-  use_inference_threads(args.decode);
+void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
+  const DecodeOptions& options = request.options;
+  use_inference_threads(options);
   // Files first: a missing input or an unwritable output is refused before the model loads.
   std::ifstream in_file;
   if (!args.input.empty()) {
@@ -77,9 +76,10 @@ void run_translate(const TranslateArgs& args) {
   OutFile out_file = args.output.empty() ? OutFile::standard_output()
                                          : OutFile(args.output, OutFile::Mode::kTruncate);
   if (!args.attention_out.empty()) check_writable_dir(args.attention_out);
-  LoadedModel m = load_for_decoding(args.checkpoints, args.decode);
-  spdlog::info("loaded {}", m.dir);
-  const TranslateOptions options = translate_options(args, m);
+  const DecodingModels d = load_for_decoding(request.checkpoints, options);
+  spdlog::info("loaded {}", d.first().dir);
+  spdlog::info("beam {}, length penalty {}", options.translate.search.beam_size,
+               options.translate.search.length_penalty);
 
   OutFileStream out(out_file);
   const auto start = std::chrono::steady_clock::now();
@@ -88,7 +88,8 @@ void run_translate(const TranslateArgs& args) {
   stream.nbest = args.nbest > 0;
   stream.scores = args.scores;
   stream.attention_dir = args.attention_out;
-  const TranslateStats total = translate_stream(m.model, m.vocabs, in, out, options, stream);
+  const TranslateStats total =
+      translate_stream(*d.scorer, d.first().vocabs, in, out, options.translate, stream);
   out_file.close();
   log_totals(total,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -122,8 +123,7 @@ void add_translate_command(CLI::App& app) {
                   "ends (default: 1000)");
   cmd->callback([args] {
     setup_logging();
-    check_translate_args(*args);
-    run_translate(*args);
+    run_translate(*args, translate_request(*args));
   });
 }
 

@@ -6,7 +6,6 @@
 #include <CLI/CLI.hpp>
 
 #include "model/device.h"
-#include "model/ensemble.h"
 #include "model/quantize.h"
 #include "util/blas.h"
 #include "util/util.h"
@@ -31,37 +30,82 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
                   "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N (default: auto)");
   cmd->add_option(
       "--precision", flags.precision,
-      "fp32, or bf16 / fp16 (CUDA autocast; bf16 also on AVX512-BF16 CPUs: faster, may cost "
-      "BLEU), or auto (bf16 on a CPU with AVX512-BF16, else fp32) (default: fp32)");
+      "fp32, or bf16 / fp16 (CUDA autocast; bf16 also on AVX512-BF16 CPUs), or auto (bf16 on "
+      "a CPU with AVX512-BF16, else fp32) (default: auto)");
   cmd->add_option("--ensemble-weights", flags.ensemble_weights,
                   "With several --checkpoint: each model's weight in the mean of log-probabilities, "
                   "comma-separated (default: equal)")
       ->delimiter(',');
 }
 
-void check_decode_flags(DecodeFlags& flags) {
-  if (flags.threads < 0) throw Error("--threads must be >= 0");
-  if (flags.beam < 0) throw Error("--beam must be >= 1");
-  if (flags.parallel == "auto")
-    flags.parallel_mode = Parallel::kAuto;
-  else if (flags.parallel == "batches")
-    flags.parallel_mode = Parallel::kBatches;
-  else if (flags.parallel == "ops")
-    flags.parallel_mode = Parallel::kOps;
-  else
-    throw Error("--parallel must be auto, batches or ops, got \"" + flags.parallel + "\"");
-  flags.precision_setting = parse_choice<PrecisionSetting>(flags.precision, "--precision");
-  if (!flags.quantize.empty() && flags.quantize != "int8")
-    throw Error("--quantize must be int8, got \"" + flags.quantize + "\"");
-  flags.int8 = flags.quantize == "int8";
-  if (!is_device_name(flags.device))
-    throw Error("--device: unknown device \"" + flags.device + "\" (auto, cpu, cuda or cuda:N)");
-  if (flags.int8 && flags.device.rfind("cuda", 0) == 0)
-    throw Error("--quantize int8 runs on the CPU only: use --device cpu, or drop --quantize");
+namespace {
+
+// How --threads CPU threads share a chunk (--parallel).
+enum class Parallel { kAuto, kBatches, kOps };
+
+Parallel parse_parallel(const std::string& text) {
+  if (text == "auto") return Parallel::kAuto;
+  if (text == "batches") return Parallel::kBatches;
+  if (text == "ops") return Parallel::kOps;
+  throw Error("--parallel must be auto, batches or ops, got \"" + text + "\"");
 }
 
-void use_inference_threads(const DecodeFlags& flags) {
-  torch::set_num_threads(flags.threads > 0 ? flags.threads : hardware_threads());
+// Where the models run and in what precision: the flags' part of the options.
+DecodeOptions resolve_where(const DecodeFlags& flags) {
+  if (flags.threads < 0) throw Error("--threads must be >= 0");
+  if (flags.beam < 0) throw Error("--beam must be >= 1");
+  if (!flags.quantize.empty() && flags.quantize != "int8")
+    throw Error("--quantize must be int8, got \"" + flags.quantize + "\"");
+  if (!is_device_name(flags.device))
+    throw Error("--device: unknown device \"" + flags.device + "\" (auto, cpu, cuda or cuda:N)");
+  DecodeOptions o;
+  o.int8 = flags.quantize == "int8";
+  if (o.int8 && flags.device.rfind("cuda", 0) == 0)
+    throw Error("--quantize int8 runs on the CPU only: use --device cpu, or drop --quantize");
+  o.precision_setting = parse_choice<PrecisionSetting>(flags.precision, "--precision");
+  // int8 runs on the CPU: with auto it picks the CPU.
+  o.device = o.int8 && flags.device == "auto" ? torch::Device(torch::kCPU)
+                                              : resolve_device(flags.device, "--device");
+  // The one place the precision is resolved: refuses fp16 off CUDA, and bf16 on a CPU without
+  // native bfloat16 products.
+  o.translate.precision = resolve_precision(o.precision_setting, o.device, "--precision");
+  o.threads = flags.threads > 0 ? flags.threads : hardware_threads();
+  o.ensemble_weights = flags.ensemble_weights;
+  return o;
+}
+
+}  // namespace
+
+DecodeOptions decode_options(const DecodeFlags& flags,
+                             const std::function<DecodeConfig()>& decode_config) {
+  const Parallel parallel = parse_parallel(flags.parallel);
+  DecodeOptions o = resolve_where(flags);
+  const Precision precision = o.translate.precision;
+  o.translate = translate_options(decode_config(), flags.beam);
+  o.translate.precision = precision;
+  if (flags.batch_tokens > 0) o.translate.batch_tokens = flags.batch_tokens;
+  if (flags.length_penalty >= 0) o.translate.search.length_penalty = flags.length_penalty;
+  if (o.device.is_cpu() && parallel != Parallel::kOps) {
+    o.translate.batch_workers = o.threads;
+    // Measured on Multi30k at 2 threads: beam 5 (17 batches of 1,000 lines) gains from side by
+    // side, greedy (4 batches) loses a little.
+    o.translate.min_batches_per_worker = parallel == Parallel::kAuto ? 4 : 1;
+  }
+  return o;
+}
+
+DecodeRequest decode_request(const DecodeFlags& flags, const std::vector<std::string>& paths) {
+  if (paths.empty()) throw Error("give a --checkpoint");
+  DecodeRequest r;
+  r.options = decode_options(flags, [&] {
+    for (const auto& p : paths) r.checkpoints.push_back(resolve_checkpoint(p));
+    return read_checkpoint_config(r.checkpoints.front()).decode;
+  });
+  return r;
+}
+
+void use_inference_threads(const DecodeOptions& options) {
+  torch::set_num_threads(options.threads);
   keep_freed_memory();
 }
 
@@ -77,54 +121,30 @@ void check_same_vocabularies(const LoadedModel& first, const LoadedModel& other)
 
 }  // namespace
 
-LoadedModel load_for_decoding(const std::vector<std::string>& checkpoints,
-                              const DecodeFlags& flags) {
+DecodingModels load_for_decoding(const std::vector<std::string>& checkpoints,
+                                 const DecodeOptions& options) {
   if (checkpoints.empty()) throw Error("give a --checkpoint");
-  if (!flags.ensemble_weights.empty() && flags.ensemble_weights.size() != checkpoints.size())
-    throw Error("--ensemble-weights has " + std::to_string(flags.ensemble_weights.size()) +
-                " weights for " + std::to_string(checkpoints.size()) + " checkpoints");
-  const bool int8 = flags.int8;
-  const torch::Device device = int8 && flags.device == "auto"
-                                   ? torch::Device(torch::kCPU)
-                                   : resolve_device(flags.device, "--device");
-  // Refuses fp16 off CUDA, and bf16 on a CPU without native bfloat16 products, early.
-  const Precision precision = resolve_precision(flags.precision_setting, device, "--precision");
-  std::vector<LoadedModel> loaded;
+  const auto& weights = options.ensemble_weights;
+  if (!weights.empty() && weights.size() != checkpoints.size())
+    throw Error("--ensemble-weights has " + std::to_string(weights.size()) + " weights for " +
+                std::to_string(checkpoints.size()) + " checkpoints");
+  DecodingModels d;
+  std::vector<Seq2Seq> models;
   for (const auto& c : checkpoints) {
-    loaded.push_back(load_model(c, device));
-    if (loaded.size() > 1) check_same_vocabularies(loaded.front(), loaded.back());
-    if (int8) loaded.back().model->quantize_int8();
+    d.models.push_back(load_model(c, options.device));
+    if (d.models.size() > 1) check_same_vocabularies(d.models.front(), d.models.back());
+    if (options.int8) d.models.back().model->quantize_int8();
+    models.push_back(d.models.back().model);
   }
-  log_device_and_precision("", device, flags.precision_setting, precision);
-  if (int8)
+  log_device_and_precision("", options.device, options.precision_setting,
+                           options.translate.precision);
+  if (options.int8)
     spdlog::info("output projection quantized to int8 (dynamic, {}-bit activations)",
                  int8_reduced_range() ? "7" : "8");
-  LoadedModel m = loaded.front();
-  // One checkpoint decodes through its own model, as before ensembles existed.
-  if (loaded.size() == 1 && flags.ensemble_weights.empty()) return m;
-  std::vector<Seq2Seq> members;
-  for (const auto& l : loaded) members.push_back(l.model);
-  std::shared_ptr<Seq2SeqImpl> ensemble =
-      std::make_shared<EnsembleImpl>(std::move(members), flags.ensemble_weights);
-  m.model = Seq2Seq(ensemble);
-  m.model->eval();
-  spdlog::info("ensemble of {} models", loaded.size());
-  return m;
-}
-
-TranslateOptions decode_options(const DecodeFlags& flags, const Config& config,
-                                const torch::Device& device) {
-  TranslateOptions options = translate_options(config, flags.beam);
-  if (flags.batch_tokens > 0) options.batch_tokens = flags.batch_tokens;
-  if (flags.length_penalty >= 0) options.search.length_penalty = flags.length_penalty;
-  options.precision = resolve_precision(flags.precision_setting, device, "--precision");
-  if (device.is_cpu() && flags.parallel_mode != Parallel::kOps) {
-    options.batch_workers = torch::get_num_threads();
-    // Measured on Multi30k at 2 threads: beam 5 (17 batches of 1,000 lines) gains from side by
-    // side, greedy (4 batches) loses a little.
-    options.min_batches_per_worker = flags.parallel_mode == Parallel::kAuto ? 4 : 1;
-  }
-  return options;
+  // One checkpoint decodes through its own model; several (or weights) through an ensemble.
+  d.scorer = make_scorer(models, weights);
+  if (models.size() > 1 || !weights.empty()) spdlog::info("ensemble of {} models", models.size());
+  return d;
 }
 
 }  // namespace nmt

@@ -1,12 +1,16 @@
-// Decoding flags shared by `translate` and `eval`: declared, checked and applied in one place.
+// Decoding flags shared by `translate` and `eval`: declared here, and turned once, with the
+// checkpoint's decode section, into the decode layer's DecodeOptions (decode/translate.h).
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ckpt/checkpoint.h"
 #include "config/config.h"
+#include "decode/scorer.h"
 #include "decode/translate.h"
 
 namespace CLI {
@@ -15,9 +19,7 @@ class App;
 
 namespace nmt {
 
-// How --threads CPU threads share a chunk (--parallel).
-enum class Parallel { kAuto, kBatches, kOps };
-
+// The flags as given: CLI11 writes them here, decode_options reads them.
 struct DecodeFlags {
   int64_t beam = 0;                // 0: decode.beam_size
   double length_penalty = -1;      // < 0: decode.length_penalty
@@ -25,35 +27,48 @@ struct DecodeFlags {
   int threads = 0;                 // 0: all cores
   std::string quantize;            // "" (float) or "int8": int8 output projection
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
-  std::string precision = "fp32";  // fp32 | bf16 | fp16 (CUDA autocast) | auto
+  std::string precision = "auto";  // fp32 | bf16 | fp16 (CUDA autocast) | auto
   std::string parallel = "auto";   // CPU threads' work: batches | ops | auto (see --parallel)
   std::vector<double> ensemble_weights;  // one per --checkpoint; empty: equal
-  // Set by check_decode_flags from the texts above: each choice parsed once.
-  PrecisionSetting precision_setting = PrecisionSetting::kFp32;
-  Parallel parallel_mode = Parallel::kAuto;
-  bool int8 = false;  // --quantize int8
 };
 
 // Adds --beam, --length-penalty, --batch-tokens, --threads, --parallel, --quantize, --device,
 // --precision and --ensemble-weights.
 void add_decode_flags(CLI::App* cmd, DecodeFlags& flags);
 
-// Throws on out-of-range values and combinations that cannot work (int8 on CUDA); parses the
-// choices into precision_setting and parallel_mode.
-void check_decode_flags(DecodeFlags& flags);
+// The options the flags ask for. Checks the flags and resolves the device and the precision on
+// it first, throwing Error naming the flag (out-of-range values, unknown choices, int8 on CUDA,
+// fp16 off CUDA, bf16 on a CPU without bfloat16 products); only then calls decode_config for
+// the checkpoint's decode section, whose values the flags override.
+DecodeOptions decode_options(const DecodeFlags& flags,
+                             const std::function<DecodeConfig()>& decode_config);
+
+// A decoding command's checkpoints and options.
+struct DecodeRequest {
+  std::vector<std::string> checkpoints;  // checkpoint directories (a run directory's resolved)
+  DecodeOptions options;
+};
+
+// decode_options for --checkpoint paths (checkpoint or run directories): after the flags are
+// checked, each path is resolved once (a run directory's choice is logged) and the first one's
+// decode section read.
+DecodeRequest decode_request(const DecodeFlags& flags, const std::vector<std::string>& paths);
 
 // Sets LibTorch's CPU threads for inference and keeps freed buffers in the heap.
-void use_inference_threads(const DecodeFlags& flags);
+void use_inference_threads(const DecodeOptions& options);
 
-// The checkpoint's model on the flags' device (int8 runs on the CPU: with `auto` it picks the
-// CPU), quantized when the flags ask for it. Logs the device. Several checkpoints (or weights)
-// make an ensemble (model/ensemble.h) whose config, vocabularies and dir are the first's;
-// models with other vocabularies are refused.
-LoadedModel load_for_decoding(const std::vector<std::string>& checkpoints,
-                              const DecodeFlags& flags);
+// The models a decoding command loaded and the scorer that search runs over: one model, or an
+// ensemble of them (decode/scorer.h). models.front() gives the config, vocabularies and dir.
+struct DecodingModels {
+  std::vector<LoadedModel> models;
+  std::unique_ptr<Scorer> scorer;
+  const LoadedModel& first() const { return models.front(); }
+};
 
-// The checkpoint config's decode options with the given flags applied, for a model on `device`.
-TranslateOptions decode_options(const DecodeFlags& flags, const Config& config,
-                                const torch::Device& device);
+// The checkpoints' models on the options' device, quantized when asked, and their scorer. Logs
+// the device and precision. Several checkpoints (or weights) make an ensemble; models with other
+// vocabularies are refused.
+DecodingModels load_for_decoding(const std::vector<std::string>& checkpoints,
+                                 const DecodeOptions& options);
 
 }  // namespace nmt

@@ -26,14 +26,14 @@ int64_t max_output_length(int64_t source_length, const SearchOptions& options, i
 namespace {
 
 // Per-sentence output limits. BOS takes one position, so outputs stop at max_positions - 1.
-std::vector<int64_t> output_limits(Seq2Seq& model, const torch::Tensor& src,
+std::vector<int64_t> output_limits(Scorer& scorer, const torch::Tensor& src,
                                    const SearchOptions& options) {
   // Source length without its EOS, as the a * len + b limit is usually stated.
   const auto src_lens = (src.ne(kPadId).sum(1) - 1).to(torch::kCPU).contiguous();
   const auto* lens = src_lens.data_ptr<int64_t>();
   std::vector<int64_t> limits(static_cast<size_t>(src.size(0)));
   for (size_t i = 0; i < limits.size(); ++i)
-    limits[i] = max_output_length(lens[i], options, model->max_positions() - 1);
+    limits[i] = max_output_length(lens[i], options, scorer.max_positions() - 1);
   return limits;
 }
 
@@ -69,11 +69,6 @@ std::pair<torch::Tensor, torch::Tensor> to_host(const torch::Tensor& scores,
   if (scores.device().is_cpu()) return {scores.to(torch::kFloat), ids};
   const auto both = torch::stack({scores.to(torch::kDouble), ids.to(torch::kDouble)}).cpu();
   return {both[0].to(torch::kFloat), both[1].to(torch::kLong)};
-}
-
-// Logits [N, V] of the rows' next tokens.
-torch::Tensor next_logits(Seq2Seq& model, const torch::Tensor& input, DecoderState& state) {
-  return model->project(model->decode_step(input, state));
 }
 
 // Sixteen partial maxima or sums: GCC vectorizes these across lanes (one float reduction it may
@@ -183,22 +178,40 @@ std::pair<torch::Tensor, torch::Tensor> top_candidates(const torch::Tensor& logi
   return {top_values, top_ids};
 }
 
-std::vector<std::vector<Hypothesis>> search(Seq2Seq& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> search(Scorer& scorer, const torch::Tensor& src,
                                             const SearchOptions& options) {
   if (options.beam_size < 1) throw Error("beam size must be >= 1");
   if (options.nbest < 1 || options.nbest > options.beam_size)
     throw Error("nbest must be between 1 and the beam size " + std::to_string(options.beam_size));
-  return options.beam_size == 1 ? greedy_search(model, src, options)
-                                : beam_search(model, src, options);
+  return options.beam_size == 1 ? greedy_search(scorer, src, options)
+                                : beam_search(scorer, src, options);
+}
+
+std::vector<std::vector<Hypothesis>> search(Seq2Seq& model, const torch::Tensor& src,
+                                            const SearchOptions& options) {
+  ModelScorer scorer(model);
+  return search(scorer, src, options);
 }
 
 std::vector<std::vector<Hypothesis>> greedy_search(Seq2Seq& model, const torch::Tensor& src,
                                                    const SearchOptions& options) {
+  ModelScorer scorer(model);
+  return greedy_search(scorer, src, options);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Tensor& src,
+                                                 const SearchOptions& options) {
+  ModelScorer scorer(model);
+  return beam_search(scorer, src, options);
+}
+
+std::vector<std::vector<Hypothesis>> greedy_search(Scorer& scorer, const torch::Tensor& src,
+                                                   const SearchOptions& options) {
   torch::InferenceMode guard;
   const int64_t B = src.size(0);
-  const auto limits = output_limits(model, src, options);
-  const torch::Device device = model->device();
-  auto state = model->start_decoding(model->encode(src.to(device)));
+  const auto limits = output_limits(scorer, src, options);
+  const torch::Device device = scorer.device();
+  auto state = scorer.start(src.to(device), 1);
   std::vector<std::vector<int>> tokens(B);
   std::vector<double> log_probs(B, 0.0);
   std::vector<std::vector<Hypothesis>> out(B);
@@ -208,7 +221,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(Seq2Seq& model, const torch::
   while (!rows.empty()) {
     const auto n = static_cast<int64_t>(rows.size());
     const auto top =
-        top_candidates(next_logits(model, input, *state),
+        top_candidates(scorer.step(input, *state),
                        torch::zeros({n}, torch::dtype(torch::kFloat).device(device)), 1, 1);
     const auto next = top.second.view({n});
     const auto [best_h, next_h] = to_host(top.first.view({n}), next);
@@ -287,15 +300,15 @@ std::vector<Candidate> next_beams(at::TensorAccessor<float, 1> top_s,
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Tensor& src,
                                                  const SearchOptions& options) {
   torch::InferenceMode guard;
   const int64_t B = src.size(0), K = options.beam_size;
   const double alpha = options.length_penalty;
-  const auto limits = output_limits(model, src, options);
-  const torch::Device device = model->device();
+  const auto limits = output_limits(scorer, src, options);
+  const torch::Device device = scorer.device();
   // Source-side caches are computed and stored once per sentence; its K beams share them.
-  auto state = model->start_decoding(model->encode(src.to(device)), K);
+  auto state = scorer.start(src.to(device), K);
 
   std::vector<int64_t> sentences(B);  // active sentences; sentence i owns rows [i*K, (i+1)*K)
   std::iota(sentences.begin(), sentences.end(), 0);
@@ -310,7 +323,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Te
 
   while (!sentences.empty()) {
     const auto n = static_cast<int64_t>(sentences.size());
-    const auto logits = next_logits(model, input, *state);
+    const auto logits = scorer.step(input, *state);
     const int64_t V = logits.size(1);
     const int64_t width = std::min<int64_t>(2 * K, K * V);
     const auto [top_scores, top_ids] = top_candidates(logits, scores.view({n * K}), K, width);

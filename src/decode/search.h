@@ -1,10 +1,12 @@
-// Batched greedy and beam search over the cached incremental decoder.
+// Batched greedy and beam search: two strategies over one scorer (decode/scorer.h), a model or
+// an ensemble alike.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <vector>
 
+#include "decode/scorer.h"
 #include "model/seq2seq.h"
 
 namespace nmt {
@@ -45,13 +47,18 @@ std::pair<torch::Tensor, torch::Tensor> top_candidates_aten(const torch::Tensor&
                                                             const torch::Tensor& scores,
                                                             int64_t group, int64_t width);
 
-// src: [B, S] EOS-terminated rows, right-padded, on any device (moved to the model's). Returns,
+// src: [B, S] EOS-terminated rows, right-padded, on any device (moved to the scorer's). Returns,
 // per sentence, up to nbest hypotheses, best score first. beam_size 1 runs greedy_search. Each
 // step copies its scores to the host once.
+std::vector<std::vector<Hypothesis>> search(Scorer& scorer, const torch::Tensor& src,
+                                            const SearchOptions& options);
+// One model (a ModelScorer).
 std::vector<std::vector<Hypothesis>> search(Seq2Seq& model, const torch::Tensor& src,
                                             const SearchOptions& options);
 
 // Argmax at every step; sentences leave the batch when they emit EOS or reach their limit.
+std::vector<std::vector<Hypothesis>> greedy_search(Scorer& scorer, const torch::Tensor& src,
+                                                   const SearchOptions& options);
 std::vector<std::vector<Hypothesis>> greedy_search(Seq2Seq& model, const torch::Tensor& src,
                                                    const SearchOptions& options);
 
@@ -60,6 +67,8 @@ std::vector<std::vector<Hypothesis>> greedy_search(Seq2Seq& model, const torch::
 // leaves the batch, when its beams reach the length limit, or when it has beam_size finished
 // hypotheses and its best live one, scored at its current length, no longer beats the
 // beam_size-th of them (exact for length_penalty 0, where scores only fall).
+std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Tensor& src,
+                                                 const SearchOptions& options);
 std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Tensor& src,
                                                  const SearchOptions& options);
 

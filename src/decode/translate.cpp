@@ -25,12 +25,12 @@ std::string one_line(std::string text) {
 
 // Cross-attention of each row's best hypothesis, by teacher forcing it through the decoder:
 // the same weights the search saw, in one batched pass.
-void attach_attention(Seq2Seq& model, const Vocabs& vocabs, const torch::Tensor& src,
+void attach_attention(Scorer& scorer, const Vocabs& vocabs, const torch::Tensor& src,
                       const std::vector<std::vector<int64_t>>& src_rows,
                       const std::vector<const Hypothesis*>& best, const TranslateOptions& o,
                       std::vector<Translation*>& results) {
   torch::InferenceMode guard;
-  const auto layers = model->attention_layers();
+  const auto layers = scorer.attention_layers();
   const int64_t layer = o.attention_layer < 0 ? layers - 1 : o.attention_layer;
   std::vector<std::vector<int64_t>> tgt_in;
   for (const auto* h : best) {
@@ -39,9 +39,9 @@ void attach_attention(Seq2Seq& model, const Vocabs& vocabs, const torch::Tensor&
     if (!h->ended && !h->tokens.empty()) row.pop_back();  // no EOS row to predict
     tgt_in.push_back(std::move(row));
   }
-  std::vector<torch::Tensor> weights;
-  const torch::Device device = model->device();
-  model->decode(pad_sequences(tgt_in, kPadId).to(device), model->encode(src.to(device)), &weights);
+  const torch::Device device = scorer.device();
+  const auto weights =
+      scorer.attention(src.to(device), pad_sequences(tgt_in, kPadId).to(device));
   auto w = weights[static_cast<size_t>(layer)];  // [B, heads, T, S]
   w = o.attention_head < 0 ? w.mean(1) : w.select(1, o.attention_head);
   w = w.to(torch::kCPU, torch::kFloat).contiguous();
@@ -50,7 +50,7 @@ void attach_attention(Seq2Seq& model, const Vocabs& vocabs, const torch::Tensor&
     AttentionMap map;
     map.layer = layer;
     map.head = o.attention_head;
-    map.num_heads = model->attention_heads();
+    map.num_heads = scorer.attention_heads();
     for (const auto id : src_rows[i]) map.source.push_back(vocabs.src.piece(static_cast<int>(id)));
     for (const int id : best[i]->tokens) map.target.push_back(vocabs.tgt.piece(id));
     if (best[i]->ended) map.target.push_back(vocabs.tgt.piece(kEosId));
@@ -107,36 +107,40 @@ void run_side_by_side(size_t n, int64_t workers, const Job& job) {
 
 }  // namespace
 
-TranslateOptions translate_options(const Config& config, int64_t beam_size) {
+TranslateOptions translate_options(const DecodeConfig& decode, int64_t beam_size) {
   TranslateOptions o;
-  o.batch_tokens = config.decode.batch_tokens;
-  o.search.beam_size = beam_size > 0 ? beam_size : config.decode.beam_size;
-  o.search.length_penalty = config.decode.length_penalty;
-  o.search.nbest = std::min(config.decode.nbest, o.search.beam_size);
-  o.search.max_len_a = config.decode.max_len_a;
-  o.search.max_len_b = config.decode.max_len_b;
+  o.batch_tokens = decode.batch_tokens;
+  o.search.beam_size = beam_size > 0 ? beam_size : decode.beam_size;
+  o.search.length_penalty = decode.length_penalty;
+  o.search.nbest = std::min(decode.nbest, o.search.beam_size);
+  o.search.max_len_a = decode.max_len_a;
+  o.search.max_len_b = decode.max_len_b;
   return o;
+}
+
+TranslateOptions translate_options(const Config& config, int64_t beam_size) {
+  return translate_options(config.decode, beam_size);
 }
 
 namespace {
 
-void check_attention_options(Seq2Seq& model, const TranslateOptions& options) {
-  if (options.attention_layer >= model->attention_layers())
+void check_attention_options(Scorer& scorer, const TranslateOptions& options) {
+  if (options.attention_layer >= scorer.attention_layers())
     throw Error("attention layer " + std::to_string(options.attention_layer) +
-                " is out of range: the model has " + std::to_string(model->attention_layers()) +
+                " is out of range: the model has " + std::to_string(scorer.attention_layers()) +
                 " decoder layers (0-based)");
-  if (options.attention_head >= model->attention_heads())
+  if (options.attention_head >= scorer.attention_heads())
     throw Error("attention head " + std::to_string(options.attention_head) +
-                " is out of range: the model has " + std::to_string(model->attention_heads()) +
+                " is out of range: the model has " + std::to_string(scorer.attention_heads()) +
                 " heads (0-based)");
 }
 
 // Each line's source ids with EOS (cut to the model's limit), and the lines to translate (not
 // empty), shortest first.
-std::vector<size_t> encode_lines(Seq2Seq& model, const Vocabs& vocabs,
+std::vector<size_t> encode_lines(Scorer& scorer, const Vocabs& vocabs,
                                  const std::vector<std::string>& lines,
                                  std::vector<std::vector<int64_t>>& ids, TranslateStats& s) {
-  const int64_t max_src = model->max_positions() - 1;  // room for EOS
+  const int64_t max_src = scorer.max_positions() - 1;  // room for EOS
   ids.assign(lines.size(), {});
   std::vector<size_t> todo;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -178,15 +182,15 @@ std::vector<std::pair<size_t, size_t>> plan_batches(const std::vector<std::vecto
 
 }  // namespace
 
-std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
+std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
                                          const std::vector<std::string>& lines,
                                          const TranslateOptions& options, TranslateStats* stats) {
-  check_attention_options(model, options);
+  check_attention_options(scorer, options);
   const auto nbest = static_cast<size_t>(options.search.nbest);
   TranslateStats s;
   s.lines = static_cast<int64_t>(lines.size());
   std::vector<std::vector<int64_t>> ids;
-  const std::vector<size_t> todo = encode_lines(model, vocabs, lines, ids, s);
+  const std::vector<size_t> todo = encode_lines(scorer, vocabs, lines, ids, s);
   // Beams multiply the rows a batch decodes, so the budget covers all of them.
   const auto batches =
       plan_batches(ids, todo, std::max<int64_t>(1, options.batch_tokens / options.search.beam_size));
@@ -199,12 +203,12 @@ std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
   std::vector<int64_t> output_tokens(batches.size(), 0);
   auto translate_batch = [&](size_t b) {
     // Autocast state is per thread.
-    const AutocastGuard autocast(model->device(), options.precision);
+    const AutocastGuard autocast(scorer.device(), options.precision);
     const auto [start, end] = batches[b];
     std::vector<std::vector<int64_t>> rows;
     for (size_t k = start; k < end; ++k) rows.push_back(ids[todo[k]]);
     const auto src = pad_sequences(rows, kPadId);
-    const auto hyps = search(model, src, options.search);
+    const auto hyps = search(scorer, src, options.search);
     std::vector<const Hypothesis*> best;
     std::vector<Translation*> results;
     static const Hypothesis kNone;
@@ -223,7 +227,7 @@ std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
       best.push_back(top);
       results.push_back(&t);
     }
-    if (options.attention) attach_attention(model, vocabs, src, rows, best, options, results);
+    if (options.attention) attach_attention(scorer, vocabs, src, rows, best, options, results);
   };
   const bool side_by_side = static_cast<int64_t>(batches.size()) >=
                             options.min_batches_per_worker * options.batch_workers;
@@ -233,17 +237,17 @@ std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
   return out;
 }
 
-std::vector<std::string> translate_best(Seq2Seq& model, const Vocabs& vocabs,
+std::vector<std::string> translate_best(Scorer& scorer, const Vocabs& vocabs,
                                         const std::vector<std::string>& lines,
                                         const TranslateOptions& options, TranslateStats* stats) {
   std::vector<std::string> out;
   out.reserve(lines.size());
-  for (auto& t : translate_lines(model, vocabs, lines, options, stats))
+  for (auto& t : translate_lines(scorer, vocabs, lines, options, stats))
     out.push_back(std::move(t.texts[0]));
   return out;
 }
 
-TranslateStats translate_stream(Seq2Seq& model, const Vocabs& vocabs, std::istream& in,
+TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, std::istream& in,
                                 std::ostream& out, const TranslateOptions& options,
                                 const StreamOptions& stream) {
   if (stream.chunk_lines < 1) throw Error("chunk_lines must be >= 1");
@@ -252,7 +256,7 @@ TranslateStats translate_stream(Seq2Seq& model, const Vocabs& vocabs, std::istre
   int64_t first_line = 0;  // 0-based index of the chunk's first line
   auto flush_chunk = [&] {
     TranslateStats s;
-    const auto results = translate_lines(model, vocabs, chunk, options, &s);
+    const auto results = translate_lines(scorer, vocabs, chunk, options, &s);
     for (size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
       const int64_t index = first_line + static_cast<int64_t>(i);

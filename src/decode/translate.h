@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "plot/attention.h"
+#include "decode/scorer.h"
 #include "decode/search.h"
 #include "model/device.h"
 #include "model/seq2seq.h"
@@ -44,15 +45,28 @@ struct TranslateStats {
   int64_t output_tokens = 0;   // best hypotheses' tokens, EOS included
 };
 
-// Translates lines in input order with a model and its vocabularies. Empty or whitespace-only
-// lines give empty outputs; invalid UTF-8 and NUL bytes become U+FFFD; over-long lines are
-// truncated. The model must be in eval mode; it decodes on its own device.
-std::vector<Translation> translate_lines(Seq2Seq& model, const Vocabs& vocabs,
+// Everything a decoding command (translate, eval) decides before it decodes, resolved once from
+// its flags and the checkpoint's decode section (cli/decode_flags.h): where the models run, in
+// what precision, how an ensemble mixes, and how lines are searched and batched.
+struct DecodeOptions {
+  torch::Device device{torch::kCPU};
+  // As asked (the log says what auto chose); translate.precision is what it comes to on device.
+  PrecisionSetting precision_setting = PrecisionSetting::kAuto;
+  int threads = 1;                       // LibTorch's CPU threads
+  bool int8 = false;                     // int8 output projection (CPU only)
+  std::vector<double> ensemble_weights;  // one per model; empty: equal
+  TranslateOptions translate;
+};
+
+// Translates lines in input order with a scorer (a model or an ensemble) and its vocabularies.
+// Empty or whitespace-only lines give empty outputs; invalid UTF-8 and NUL bytes become U+FFFD;
+// over-long lines are truncated. Models must be in eval mode; they decode on their own device.
+std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
                                          const std::vector<std::string>& lines,
                                          const TranslateOptions& options, TranslateStats* stats);
 
 // Best hypotheses only: the common case (validation, eval).
-std::vector<std::string> translate_best(Seq2Seq& model, const Vocabs& vocabs,
+std::vector<std::string> translate_best(Scorer& scorer, const Vocabs& vocabs,
                                         const std::vector<std::string>& lines,
                                         const TranslateOptions& options, TranslateStats* stats);
 
@@ -68,7 +82,7 @@ struct StreamOptions {
 // chunk at a time and writes exactly one line per input line (search.nbest with `nbest`) to
 // `out`, flushing after each chunk so output starts before the input ends. Throws Error when
 // `out` fails.
-TranslateStats translate_stream(Seq2Seq& model, const Vocabs& vocabs, std::istream& in,
+TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, std::istream& in,
                                 std::ostream& out, const TranslateOptions& options,
                                 const StreamOptions& stream);
 
@@ -77,10 +91,12 @@ TranslateStats translate_stream(Seq2Seq& model, const Vocabs& vocabs, std::istre
 template <class Loaded>
 TranslateStats translate_stream(Loaded& loaded, std::istream& in, std::ostream& out,
                                 const TranslateOptions& options, const StreamOptions& stream) {
-  return translate_stream(loaded.model, loaded.vocabs, in, out, options, stream);
+  ModelScorer scorer(loaded.model);
+  return translate_stream(scorer, loaded.vocabs, in, out, options, stream);
 }
 
 // Options from a config's decode section; beam_size overrides decode.beam_size when > 0.
+TranslateOptions translate_options(const DecodeConfig& decode, int64_t beam_size = 0);
 TranslateOptions translate_options(const Config& config, int64_t beam_size = 0);
 
 }  // namespace nmt

@@ -25,11 +25,9 @@ EvalSet make_eval_set(std::vector<std::string> src, std::vector<std::string> ref
   return set;
 }
 
-CorpusLoss corpus_loss(Seq2Seq& model, const Corpus& corpus, int64_t batch_tokens) {
-  const bool was_training = model->is_training();
-  model->eval();
+CorpusLoss corpus_loss(Scorer& scorer, const Corpus& corpus, int64_t batch_tokens) {
   torch::NoGradGuard no_grad;
-  const torch::Device device = model->device();
+  const torch::Device device = scorer.device();
   const auto plan =
       make_batches(sequence_lengths(corpus.src), sequence_lengths(corpus.tgt), batch_tokens, 0);
   // Summed on the device, read once.
@@ -37,13 +35,12 @@ CorpusLoss corpus_loss(Seq2Seq& model, const Corpus& corpus, int64_t batch_token
   int64_t tokens = 0;
   for (const auto& rows : plan) {
     const auto b = to_device(make_tensor_batch(corpus, rows), device);
-    auto logits = model->forward(b.src, b.tgt_in);
+    auto logits = scorer.forward(b.src, b.tgt_in);
     auto sums =
         label_smoothed_loss(logits.view({-1, logits.size(-1)}), b.tgt_out.view(-1), 0.0, kPadId);
     nll += sums.nll.to(torch::kDouble);
     tokens += b.tgt_tokens;
   }
-  model->train(was_training);
   CorpusLoss r;
   r.tokens = tokens;
   r.nll_sum = nll.item<double>();
@@ -52,17 +49,33 @@ CorpusLoss corpus_loss(Seq2Seq& model, const Corpus& corpus, int64_t batch_token
   return r;
 }
 
-EvalResult evaluate(Seq2Seq& model, const Vocabs& vocabs, const EvalSet& set,
-                    const TranslateOptions& options, int64_t loss_batch_tokens) {
-  EvalResult r;
-  r.loss = corpus_loss(model, set.pairs, loss_batch_tokens);
+CorpusLoss corpus_loss(Seq2Seq& model, const Corpus& corpus, int64_t batch_tokens) {
   const bool was_training = model->is_training();
   model->eval();
+  ModelScorer scorer(model);
+  const CorpusLoss r = corpus_loss(scorer, corpus, batch_tokens);
+  model->train(was_training);
+  return r;
+}
+
+EvalResult evaluate(Seq2Seq& model, const Vocabs& vocabs, const EvalSet& set,
+                    const TranslateOptions& options, int64_t loss_batch_tokens) {
+  const bool was_training = model->is_training();
+  model->eval();
+  ModelScorer scorer(model);
+  EvalResult r = evaluate(scorer, vocabs, set, options, loss_batch_tokens);
+  model->train(was_training);
+  return r;
+}
+
+EvalResult evaluate(Scorer& scorer, const Vocabs& vocabs, const EvalSet& set,
+                    const TranslateOptions& options, int64_t loss_batch_tokens) {
+  EvalResult r;
+  r.loss = corpus_loss(scorer, set.pairs, loss_batch_tokens);
   const auto start = std::chrono::steady_clock::now();
-  r.hyps = translate_best(model, vocabs, set.src, options, &r.stats);
+  r.hyps = translate_best(scorer, vocabs, set.src, options, &r.stats);
   r.translate_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  model->train(was_training);
   r.bleu = corpus_bleu(r.hyps, set.ref);
   r.chrf = corpus_chrf(r.hyps, set.ref);
   return r;
@@ -111,6 +124,16 @@ FileEval evaluate_files(Seq2Seq& model, const Vocabs& vocabs, const std::string&
                         int64_t loss_batch_tokens,
                         const std::function<void(const std::string&)>& on_hypothesis,
                         int64_t chunk_lines) {
+  ModelScorer scorer(model);
+  return evaluate_files(scorer, vocabs, src, ref, options, loss_batch_tokens, on_hypothesis,
+                        chunk_lines);
+}
+
+FileEval evaluate_files(Scorer& scorer, const Vocabs& vocabs, const std::string& src,
+                        const std::string& ref, const TranslateOptions& options,
+                        int64_t loss_batch_tokens,
+                        const std::function<void(const std::string&)>& on_hypothesis,
+                        int64_t chunk_lines) {
   FileEval out;
   BleuStats bleu, bleu_lc(true);
   ChrfStats chrf;
@@ -119,8 +142,8 @@ FileEval evaluate_files(Seq2Seq& model, const Vocabs& vocabs, const std::string&
   std::vector<std::string> src_lines, ref_lines;
   while (chunks.next(chunk_lines, src_lines, ref_lines)) {
     const EvalSet set =
-        make_eval_set(std::move(src_lines), std::move(ref_lines), vocabs, model->max_positions());
-    const EvalResult r = evaluate(model, vocabs, set, options, loss_batch_tokens);
+        make_eval_set(std::move(src_lines), std::move(ref_lines), vocabs, scorer.max_positions());
+    const EvalResult r = evaluate(scorer, vocabs, set, options, loss_batch_tokens);
     for (size_t i = 0; i < r.hyps.size(); ++i) {
       bleu.add(r.hyps[i], set.ref[i]);
       bleu_lc.add(r.hyps[i], set.ref[i]);

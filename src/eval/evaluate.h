@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/corpus.h"
+#include "decode/scorer.h"
 #include "decode/translate.h"
 #include "eval/metrics.h"
 #include "model/seq2seq.h"
@@ -37,8 +38,10 @@ struct CorpusLoss {
   double nll_sum = 0;        // the NLL summed over those tokens
 };
 
-// Teacher-forced loss of a corpus on the model's device, batched by token budget. Switches the
-// model to eval mode and back to the mode it was in.
+// Teacher-forced loss of a corpus on the scorer's device, batched by token budget: of an
+// ensemble, its mixture's. The models must be in eval mode.
+CorpusLoss corpus_loss(Scorer& scorer, const Corpus& corpus, int64_t batch_tokens);
+// One model's, switched to eval mode and back to the mode it was in.
 CorpusLoss corpus_loss(Seq2Seq& model, const Corpus& corpus, int64_t batch_tokens);
 
 struct EvalResult {
@@ -51,7 +54,10 @@ struct EvalResult {
 };
 
 // Translates set.src with `options` and scores it against set.ref; the loss batches hold
-// loss_batch_tokens tokens. The model is put in eval mode and back.
+// loss_batch_tokens tokens. The models must be in eval mode.
+EvalResult evaluate(Scorer& scorer, const Vocabs& vocabs, const EvalSet& set,
+                    const TranslateOptions& options, int64_t loss_batch_tokens);
+// One model's, put in eval mode and back.
 EvalResult evaluate(Seq2Seq& model, const Vocabs& vocabs, const EvalSet& set,
                     const TranslateOptions& options, int64_t loss_batch_tokens);
 
@@ -68,6 +74,12 @@ struct FileEval {
 // time: memory does not grow with the files. Each translation goes to on_hypothesis in input
 // order. Files of up to chunk_lines lines give exactly evaluate()'s numbers. Throws Error when
 // the line counts differ.
+FileEval evaluate_files(Scorer& scorer, const Vocabs& vocabs, const std::string& src,
+                        const std::string& ref, const TranslateOptions& options,
+                        int64_t loss_batch_tokens,
+                        const std::function<void(const std::string&)>& on_hypothesis,
+                        int64_t chunk_lines = 100000);
+// One model's (in eval mode).
 FileEval evaluate_files(Seq2Seq& model, const Vocabs& vocabs, const std::string& src,
                         const std::string& ref, const TranslateOptions& options,
                         int64_t loss_batch_tokens,

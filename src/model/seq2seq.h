@@ -20,9 +20,6 @@ struct Encoded {
   // A recurrent encoder's last states, [layers, B, d] each (h, and c for an LSTM), that its
   // decoder starts from; empty for the Transformer.
   std::vector<torch::Tensor> final_states;
-  // An ensemble's (model/ensemble.h): each member's own encoding; memory and bias above are
-  // the first member's.
-  std::vector<Encoded> members;
 };
 
 // Incremental decoding state for N rows (hypotheses). Rows come in groups: the `group` rows of
@@ -61,9 +58,9 @@ class Seq2SeqImpl : public torch::nn::Module {
   virtual torch::Tensor decode_step(const torch::Tensor& tokens, DecoderState& state,
                                     std::vector<torch::Tensor>* attention = nullptr) = 0;
   // Vocabulary logits for output states of any leading shape: states W^T (no bias), W the tied
-  // target embedding or out_proj, the same in every family.
-  // An ensemble (model/ensemble.h) overrides it to mix its members' log-probabilities.
-  virtual torch::Tensor project(const torch::Tensor& states);
+  // target embedding or out_proj, the same in every family. (Ensembles are decode/scorer.h's:
+  // a model is one model.)
+  torch::Tensor project(const torch::Tensor& states);
   // project(decode(tgt_in, encode(src))).
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
