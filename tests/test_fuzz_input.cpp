@@ -20,6 +20,7 @@
 #include "fuzz_helpers.h"
 #include "helpers.h"
 #include "quickstart_run.h"
+#include "util/line_reader.h"
 #include "util/util.h"
 
 using nlohmann::json;
@@ -171,7 +172,8 @@ TEST_F(QuickstartRun, FuzzedInputKeepsOneOutputLinePerInputLine) {
     s.nbest = o.search.beam_size > 1 && r.chance(0.3);
     s.scores = !s.nbest && r.chance(0.3);
     o.search.nbest = s.nbest ? o.search.beam_size : 1;
-    std::istringstream in(text);
+    nmt_test::write_text(path("case.txt"), text);
+    nmt::LineReader in(path("case.txt"));
     std::ostringstream out;
     nmt::TranslateStats stats;
     try {

@@ -12,6 +12,7 @@
 #include "cli/decode_flags.h"
 #include "decode/translate.h"
 #include "util/io.h"
+#include "util/line_reader.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -67,12 +68,7 @@ void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
   const DecodeOptions& options = request.options;
   use_inference_threads(options);
   // Files first: a missing input or an unwritable output is refused before the model loads.
-  std::ifstream in_file;
-  if (!args.input.empty()) {
-    in_file.open(args.input, std::ios::binary);
-    if (!in_file) throw_io_error("open input", args.input, errno);
-  }
-  std::istream& in = args.input.empty() ? std::cin : in_file;
+  LineReader in(args.input.empty() ? "-" : args.input);  // plain or gzip; "-": stdin
   OutFile out_file = args.output.empty() ? OutFile::standard_output()
                                          : OutFile(args.output, OutFile::Mode::kTruncate);
   if (!args.attention_out.empty()) check_writable_dir(args.attention_out);

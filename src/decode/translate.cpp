@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
-#include <istream>
 #include <mutex>
 #include <ostream>
 
 #include "data/tensors.h"
 #include "text/spm.h"
 #include "util/io.h"
+#include "util/line_reader.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -247,7 +247,7 @@ std::vector<std::string> translate_best(Scorer& scorer, const Vocabs& vocabs,
   return out;
 }
 
-TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, std::istream& in,
+TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader& in,
                                 std::ostream& out, const TranslateOptions& options,
                                 const StreamOptions& stream) {
   if (stream.chunk_lines < 1) throw Error("chunk_lines must be >= 1");
@@ -280,12 +280,10 @@ TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, std::istre
     chunk.clear();
   };
   std::string line;
-  while (std::getline(in, line)) {
-    chomp_cr(line);
+  while (in.next(line)) {
     chunk.push_back(std::move(line));
     if (static_cast<int64_t>(chunk.size()) >= stream.chunk_lines) flush_chunk();
   }
-  if (in.bad()) throw Error("cannot read input");
   if (!chunk.empty()) flush_chunk();
   return total;
 }

@@ -78,18 +78,21 @@ struct StreamOptions {
   std::string attention_dir;   // NNNNNN.svg/.json per non-empty line when options.attention
 };
 
-// Reads lines from `in` (LF or CRLF; a last line without a newline counts), translates them a
+class LineReader;
+
+// Reads lines from `in` (plain or gzip, LF or CRLF; a last line without a newline counts; the
+// reader delivers what a pipe has without waiting for a block), translates them a
 // chunk at a time and writes exactly one line per input line (search.nbest with `nbest`) to
 // `out`, flushing after each chunk so output starts before the input ends. Throws Error when
 // `out` fails.
-TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, std::istream& in,
+TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader& in,
                                 std::ostream& out, const TranslateOptions& options,
                                 const StreamOptions& stream);
 
 // The same for anything that holds a model and its vocabularies as `.model` and `.vocabs`, such
 // as a loaded checkpoint (ckpt's LoadedModel), without this layer depending on checkpoints.
 template <class Loaded>
-TranslateStats translate_stream(Loaded& loaded, std::istream& in, std::ostream& out,
+TranslateStats translate_stream(Loaded& loaded, LineReader& in, std::ostream& out,
                                 const TranslateOptions& options, const StreamOptions& stream) {
   ModelScorer scorer(loaded.model);
   return translate_stream(scorer, loaded.vocabs, in, out, options, stream);
