@@ -66,11 +66,12 @@ bool VocabTraining::operator==(const VocabTraining& o) const {
 
 StoreFilters StoreFilters::of(const DataConfig& d) { return {d.max_len, d.max_len_ratio, d.dedup}; }
 
-std::string StoreFilters::describe() const {
-  return json{{"max_len", max_len}, {"max_len_ratio", max_len_ratio}, {"dedup", dedup}}.dump();
-}
-
 namespace {
+
+// The filters as header.json holds them (and as describe() prints them).
+json filters_json(const StoreFilters& f) {
+  return {{"max_len", f.max_len}, {"max_len_ratio", f.max_len_ratio}, {"dedup", f.dedup}};
+}
 
 json stamp_json(const FileStamp& s) {
   return {{"path", s.path}, {"bytes", s.bytes}, {"mtime_ns", s.mtime_ns}, {"hash", s.hash}};
@@ -149,6 +150,8 @@ void vocab_from(const json& v, StoreHeader& h) {
 
 }  // namespace
 
+std::string StoreFilters::describe() const { return filters_json(*this).dump(); }
+
 json StoreHeader::to_json() const {
   json inputs_json = json::array();
   for (const auto& in : inputs)
@@ -161,10 +164,7 @@ json StoreHeader::to_json() const {
             {"pairs", pairs},
             {"tokens", {{"src", src_ids}, {"tgt", tgt_ids}, {"bytes_per_id", bytes_per_id}}},
             {"vocab", vocab_json(*this)},
-            {"filters",
-             {{"max_len", filters.max_len},
-              {"max_len_ratio", filters.max_len_ratio},
-              {"dedup", filters.dedup}}},
+            {"filters", filters_json(filters)},
             {"inputs", inputs_json},
             {"counts", stats_json(counts)}};
   if (version >= 2) j["checksums"] = checksums;
