@@ -1,13 +1,18 @@
 // Shared test helpers: temporary directories, files and running the nmt binary.
 #pragma once
 
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/config.h"
@@ -78,6 +83,25 @@ inline RunResult run_command(const std::string& command) {
   const int status = ::pclose(pipe);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Starts a shell command in the background; its pid is that of the command (exec).
+inline pid_t spawn(const std::string& command) {
+  const std::string full = "cd '" + source_dir() + "' && exec " + command;
+  const char* argv[] = {"/bin/sh", "-c", full.c_str(), nullptr};
+  pid_t pid = -1;
+  if (::posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
+    return -1;
+  return pid;
+}
+
+// Polls `ready` every 0.1 s for up to `seconds`.
+inline bool wait_for(const std::function<bool()>& ready, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
 }
 
 }  // namespace nmt_test

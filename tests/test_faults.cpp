@@ -306,25 +306,8 @@ TEST(Faults, RealFullDisk) {
             << "checkpoints left: " << listing;
 }
 
-namespace {
-// Starts a shell command in the background; its pid is that of the command (exec).
-pid_t spawn(const std::string& command) {
-  const std::string full = "cd '" + nmt_test::source_dir() + "' && exec " + command;
-  const char* argv[] = {"/bin/sh", "-c", full.c_str(), nullptr};
-  pid_t pid = -1;
-  if (::posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
-    return -1;
-  return pid;
-}
-
-bool wait_for(const std::function<bool()>& ready, int seconds) {
-  for (int i = 0; i < seconds * 10; ++i) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-}  // namespace
+using nmt_test::spawn;
+using nmt_test::wait_for;
 
 // One trainer per run directory: a second one fails at once naming the first's pid, readers keep
 // working, and after kill -9 of the holder a new trainer takes the lock and resumes.

@@ -3,17 +3,26 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cstring>
+#include <optional>
 #include <chrono>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/decode_flags.h"
+#include "decode/sampling.h"
 #include "decode/translate.h"
 #include "util/io.h"
 #include "util/line_reader.h"
 #include "util/log.h"
+#include "util/signals.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -30,6 +39,9 @@ struct TranslateArgs {
   int64_t attention_layer = -1;
   int64_t attention_head = -1;
   int64_t chunk_lines = 1000;
+  SamplingOptions sampling;
+  bool progress = false;
+  bool resume = false;
 };
 
 // The checkpoints and decoding options, resolved once: the shared flags over the checkpoint's
@@ -44,7 +56,16 @@ DecodeRequest translate_request(const TranslateArgs& args) {
   DecodeOptions& options = request.options;
   auto& search = options.translate.search;
   search.nbest = args.nbest > 0 ? args.nbest : 1;
-  if (search.nbest > search.beam_size)
+  if (args.resume && args.output.empty()) throw Error("--resume needs --output, the file to continue");
+  if (args.sampling.enabled) {
+    check_sampling_options(args.sampling);
+    if (args.decode.beam > 1)
+      throw Error("--sampling draws one token a step: drop --beam (or give --beam 1)");
+    search.beam_size = 1;
+    search.sampling = args.sampling;
+    // A sample's score is its log-probability, as nmt score gives it, unless a penalty is asked.
+    if (args.decode.length_penalty < 0) search.length_penalty = 0.0;
+  } else if (search.nbest > search.beam_size)
     throw Error("--nbest " + std::to_string(search.nbest) + " exceeds the beam size " +
                 std::to_string(search.beam_size) + " (raise --beam)");
   options.translate.attention = !args.attention_out.empty();
@@ -64,31 +85,135 @@ void log_totals(const TranslateStats& total, double secs) {
                static_cast<double>(total.output_tokens) / std::max(secs, 1e-9));
 }
 
+std::string clock_text(double secs) {
+  const auto s = static_cast<long long>(secs + 0.5);
+  char buf[48];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm%02llds", s / 3600, s / 60 % 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  return buf;
+}
+
+// --progress: lines done, lines/s and an ETA on stderr every few seconds and at the end.
+class Progress {
+ public:
+  // total: the input's lines (-1: unknown, as for standard input); skipped: done before (--resume).
+  Progress(int64_t total, int64_t skipped) : total_(total), done_(skipped), skipped_(skipped) {}
+
+  void add(int64_t lines) {
+    done_ += lines;
+    if (seconds() - last_ >= kEverySeconds) report(false);
+  }
+  void report(bool end) {
+    last_ = seconds();
+    const double rate = static_cast<double>(done_ - skipped_) / std::max(last_, 1e-9);
+    std::string line = "progress: " + std::to_string(done_);
+    if (total_ >= 0) {
+      char pct[32];
+      std::snprintf(pct, sizeof pct, " (%.1f%%)",
+                    100.0 * static_cast<double>(done_) / std::max<double>(1, total_));
+      line += " / " + std::to_string(total_) + " lines" + pct;
+    } else {
+      line += " lines";
+    }
+    char speed[48];
+    std::snprintf(speed, sizeof speed, ", %.1f lines/s", rate);
+    line += speed;
+    if (end)
+      line += ", " + clock_text(last_) + " in all";
+    else if (total_ >= 0 && rate > 0)
+      line += ", ETA " + clock_text(static_cast<double>(total_ - done_) / rate);
+    spdlog::info("{}", line);
+  }
+
+ private:
+  static constexpr double kEverySeconds = 5.0;
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  int64_t total_, done_, skipped_;
+  double last_ = 0.0;
+};
+
+// --resume: keeps the output's lines up to the start of the chunk an interrupted run was
+// writing (a cut last line, or part of a chunk, goes) and returns the input lines they cover.
+// Restarting at a chunk boundary gives every later batch the lines it had before, so the output
+// is byte-identical to an uninterrupted run's.
+int64_t prepare_resume(const std::string& path, int64_t lines_per_input, int64_t chunk_lines) {
+  if (::access(path.c_str(), F_OK) != 0) return 0;  // nothing yet: a fresh start
+  std::vector<uint64_t> ends;  // byte offset after each complete line
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> block(1 << 20);
+    uint64_t offset = 0;
+    while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
+      const auto n = static_cast<size_t>(in.gcount());
+      for (size_t i = 0; i < n; ++i)
+        if (block[i] == '\n') ends.push_back(offset + i + 1);
+      offset += n;
+    }
+  }
+  const auto complete = static_cast<int64_t>(ends.size());
+  const int64_t inputs = complete / lines_per_input / chunk_lines * chunk_lines;
+  const int64_t keep_lines = inputs * lines_per_input;
+  const uint64_t keep_bytes = keep_lines == 0 ? 0 : ends[static_cast<size_t>(keep_lines - 1)];
+  if (::truncate(path.c_str(), static_cast<off_t>(keep_bytes)) != 0)
+    throw Error("cannot truncate " + path + " to resume it: " + std::strerror(errno));
+  spdlog::info("resuming {}: {} complete lines kept, from input line {}", path, keep_lines,
+               inputs + 1);
+  return inputs;
+}
+
 void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
   const DecodeOptions& options = request.options;
   use_inference_threads(options);
   // Files first: a missing input or an unwritable output is refused before the model loads.
-  LineReader in(args.input.empty() ? "-" : args.input);  // plain or gzip; "-": stdin
-  OutFile out_file = args.output.empty() ? OutFile::standard_output()
-                                         : OutFile(args.output, OutFile::Mode::kTruncate);
-  if (!args.attention_out.empty()) check_writable_dir(args.attention_out);
-  const DecodingModels d = load_for_decoding(request.checkpoints, options);
-  spdlog::info("loaded {}", d.first().dir);
-  spdlog::info("beam {}, length penalty {}", options.translate.search.beam_size,
-               options.translate.search.length_penalty);
-
-  OutFileStream out(out_file);
-  const auto start = std::chrono::steady_clock::now();
+  const std::string input = args.input.empty() ? "-" : args.input;
+  LineReader in(input);  // plain or gzip; "-": stdin
   StreamOptions stream;
   stream.chunk_lines = args.chunk_lines;
   stream.nbest = args.nbest > 0;
   stream.scores = args.scores;
   stream.attention_dir = args.attention_out;
+  if (args.resume)
+    stream.skip_lines = prepare_resume(args.output, stream.nbest ? args.nbest : 1, args.chunk_lines);
+  OutFile out_file = args.output.empty()
+                         ? OutFile::standard_output()
+                         : OutFile(args.output, args.resume ? OutFile::Mode::kAppend
+                                                            : OutFile::Mode::kTruncate);
+  if (!args.attention_out.empty()) check_writable_dir(args.attention_out);
+  const DecodingModels d = load_for_decoding(request.checkpoints, options);
+  spdlog::info("loaded {}", d.first().dir);
+  const auto& search = options.translate.search;
+  if (search.sampling.enabled)
+    spdlog::info("sampling: temperature {}, top-k {}, top-p {}, seed {}", search.sampling.temperature,
+                 search.sampling.top_k, search.sampling.top_p, search.sampling.seed);
+  else
+    spdlog::info("beam {}, length penalty {}", search.beam_size, search.length_penalty);
+
+  // SIGINT and SIGTERM end the job after the running batches, with the lines done written.
+  StopSignals signals;
+  stream.stop_requested = [&signals] { return signals.requested() != 0; };
+  std::optional<Progress> progress;
+  if (args.progress) {
+    progress.emplace(input == "-" ? -1 : count_lines(input), stream.skip_lines);
+    stream.on_lines = [&progress](int64_t n) { progress->add(n); };
+  }
+  OutFileStream out(out_file);
+  const auto start = std::chrono::steady_clock::now();
   const TranslateStats total =
       translate_stream(*d.scorer, d.first().vocabs, in, out, options.translate, stream);
   out_file.close();
+  if (progress) progress->report(true);
   log_totals(total,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (const int sig = signals.requested()) {
+    spdlog::warn("stopped by signal {}: {} lines written; --resume continues", sig,
+                 stream.skip_lines + total.lines);
+    throw Interrupted(sig);
+  }
 }
 
 }  // namespace
@@ -117,6 +242,25 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--chunk-lines", args->chunk_lines,
                   "Lines read, translated and flushed at a time: output starts before the input "
                   "ends (default: 1000)");
+  auto& sampling = args->sampling;
+  cmd->add_flag("--sampling", sampling.enabled,
+                "Draw each token from the model's distribution instead of searching (beam 1); "
+                "with --nbest N, N samples per line");
+  cmd->add_option("--temperature", sampling.temperature,
+                  "With --sampling: divides the log-probabilities (< 1 sharpens) (default: 1)");
+  cmd->add_option("--top-k", sampling.top_k,
+                  "With --sampling: draw among the K most likely tokens (default: 0 = all)");
+  cmd->add_option("--top-p", sampling.top_p,
+                  "With --sampling: draw among the fewest most likely tokens whose probability "
+                  "reaches P (default: 1 = all)");
+  cmd->add_option("--seed", sampling.seed,
+                  "With --sampling: the same seed gives the same samples whatever the threads, "
+                  "batches or chunks (default: 1)");
+  cmd->add_flag("--progress", args->progress,
+                "Log lines done, lines/s and the time left every few seconds and at the end");
+  cmd->add_flag("--resume", args->resume,
+                "Continue an interrupted --output: keep its complete lines and translate the "
+                "rest, giving the file an uninterrupted run writes (same flags)");
   cmd->callback([args] {
     setup_logging();
     run_translate(*args, translate_request(*args));

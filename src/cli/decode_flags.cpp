@@ -12,20 +12,10 @@
 
 namespace nmt {
 
-void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
-  cmd->add_option("--beam", flags.beam, "Beam size; 1 = greedy (default: decode.beam_size)");
-  cmd->add_option("--length-penalty", flags.length_penalty,
-                  "GNMT length penalty alpha (default: decode.length_penalty)");
+void add_model_flags(CLI::App* cmd, DecodeFlags& flags) {
   cmd->add_option("--batch-tokens", flags.batch_tokens,
                   "Source-token budget per batch, beams included (default: decode.batch_tokens)");
   cmd->add_option("--threads", flags.threads, "CPU threads (0 = all cores)");
-  cmd->add_option("--parallel", flags.parallel,
-                  "How CPU threads share the work: batches (one batch per thread, side by side), "
-                  "ops (one batch at a time, each op on all threads), or auto (batches when a "
-                  "chunk has at least 4 batches per thread, else ops) (default: auto)");
-  cmd->add_option(
-      "--quantize", flags.quantize,
-      "int8: dynamic int8 quantization of the output projection (CPU; faster, may cost BLEU)");
   cmd->add_option("--device", flags.device,
                   "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N (default: auto)");
   cmd->add_option(
@@ -36,6 +26,20 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
                   "With several --checkpoint: each model's weight in the mean of log-probabilities, "
                   "comma-separated (default: equal)")
       ->delimiter(',');
+}
+
+void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
+  cmd->add_option("--beam", flags.beam, "Beam size; 1 = greedy (default: decode.beam_size)");
+  cmd->add_option("--length-penalty", flags.length_penalty,
+                  "GNMT length penalty alpha (default: decode.length_penalty)");
+  add_model_flags(cmd, flags);
+  cmd->add_option("--parallel", flags.parallel,
+                  "How CPU threads share the work: batches (one batch per thread, side by side), "
+                  "ops (one batch at a time, each op on all threads), or auto (batches when a "
+                  "chunk has at least 4 batches per thread, else ops) (default: auto)");
+  cmd->add_option(
+      "--quantize", flags.quantize,
+      "int8: dynamic int8 quantization of the output projection (CPU; faster, may cost BLEU)");
 }
 
 namespace {

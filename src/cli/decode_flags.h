@@ -32,8 +32,11 @@ struct DecodeFlags {
   std::vector<double> ensemble_weights;  // one per --checkpoint; empty: equal
 };
 
-// Adds --beam, --length-penalty, --batch-tokens, --threads, --parallel, --quantize, --device,
-// --precision and --ensemble-weights.
+// Adds what running the models takes: --batch-tokens, --threads, --device, --precision and
+// --ensemble-weights (nmt score).
+void add_model_flags(CLI::App* cmd, DecodeFlags& flags);
+
+// Adds the model flags and the search's: --beam, --length-penalty, --parallel and --quantize.
 void add_decode_flags(CLI::App* cmd, DecodeFlags& flags);
 
 // The options the flags ask for. Checks the flags and resolves the device and the precision on

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "text/spm.h"
@@ -178,9 +179,19 @@ std::pair<torch::Tensor, torch::Tensor> top_candidates(const torch::Tensor& logi
   return {top_values, top_ids};
 }
 
+int64_t rows_per_sentence(const SearchOptions& options) {
+  return options.sampling.enabled ? options.nbest : options.beam_size;
+}
+
 std::vector<std::vector<Hypothesis>> search(Scorer& scorer, const torch::Tensor& src,
-                                            const SearchOptions& options) {
+                                            const SearchOptions& options,
+                                            const std::vector<int64_t>& lines) {
   if (options.beam_size < 1) throw Error("beam size must be >= 1");
+  if (options.sampling.enabled) {
+    if (options.beam_size != 1) throw Error("sampling draws one token a step: beam size 1");
+    if (options.nbest < 1) throw Error("nbest (samples per line) must be >= 1");
+    return sample_search(scorer, src, options, lines);
+  }
   if (options.nbest < 1 || options.nbest > options.beam_size)
     throw Error("nbest must be between 1 and the beam size " + std::to_string(options.beam_size));
   return options.beam_size == 1 ? greedy_search(scorer, src, options)
@@ -205,42 +216,60 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Te
   return beam_search(scorer, src, options);
 }
 
-std::vector<std::vector<Hypothesis>> greedy_search(Scorer& scorer, const torch::Tensor& src,
-                                                   const SearchOptions& options) {
+namespace {
+
+// Picks each active row's next token from its scores [n, V]: returns the tokens [n] (on the
+// scores' device) and their log-probabilities [n]. rows: each active row's global row
+// (sentence * group + k); step: the output position.
+using Draw = std::function<std::pair<torch::Tensor, torch::Tensor>(
+    const torch::Tensor& scores, const std::vector<int64_t>& rows, int64_t step)>;
+
+// One token per row per step, chosen by `draw`, for `group` rows per sentence (greedy: 1;
+// samples: nbest). A row ends at EOS or its sentence's limit; a sentence's rows leave the batch
+// together when all have ended (a scorer state keeps whole groups), the ended ones' tokens
+// ignored meanwhile. Returns `group` hypotheses per sentence, in row order.
+std::vector<std::vector<Hypothesis>> draw_search(Scorer& scorer, const torch::Tensor& src,
+                                                 const SearchOptions& options, int64_t group,
+                                                 const Draw& draw) {
   torch::InferenceMode guard;
-  const int64_t B = src.size(0);
+  const int64_t B = src.size(0), N = B * group;
   const auto limits = output_limits(scorer, src, options);
   const torch::Device device = scorer.device();
-  auto state = scorer.start(src.to(device), 1);
-  std::vector<std::vector<int>> tokens(B);
-  std::vector<double> log_probs(B, 0.0);
-  std::vector<std::vector<Hypothesis>> out(B);
-  std::vector<int64_t> rows(B);  // sentence of each active row
+  auto state = scorer.start(src.to(device), group);
+  std::vector<std::vector<int>> tokens(N);
+  std::vector<double> log_probs(N, 0.0);
+  std::vector<char> ended_rows(N, 0);
+  std::vector<std::vector<Hypothesis>> out(B, std::vector<Hypothesis>(group));
+  std::vector<int64_t> rows(N);  // global row of each active row
   std::iota(rows.begin(), rows.end(), 0);
-  auto input = torch::full({B}, kBosId, torch::dtype(torch::kLong).device(device));
-  while (!rows.empty()) {
+  auto input = torch::full({N}, kBosId, torch::dtype(torch::kLong).device(device));
+  for (int64_t step = 0; !rows.empty(); ++step) {
     const auto n = static_cast<int64_t>(rows.size());
-    const auto top =
-        top_candidates(scorer.step(input, *state),
-                       torch::zeros({n}, torch::dtype(torch::kFloat).device(device)), 1, 1);
-    const auto next = top.second.view({n});
-    const auto [best_h, next_h] = to_host(top.first.view({n}), next);
-    const auto best_a = best_h.accessor<float, 1>();
+    const auto [next, values] = draw(scorer.step(input, *state), rows, step);
+    const auto [values_h, next_h] = to_host(values, next);
+    const auto value_a = values_h.accessor<float, 1>();
     const auto next_a = next_h.accessor<int64_t, 1>();
-    std::vector<int64_t> keep;
-    for (size_t r = 0; r < rows.size(); ++r) {
-      const int64_t s = rows[r];
-      const int64_t tok = next_a[static_cast<int64_t>(r)];
-      log_probs[s] += best_a[static_cast<int64_t>(r)];
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t g = rows[r], s = g / group;
+      if (ended_rows[g]) continue;
+      const int64_t tok = next_a[r];
+      log_probs[g] += value_a[r];
       const bool ended = tok == kEosId;
-      if (!ended) tokens[s].push_back(static_cast<int>(tok));
-      if (ended || static_cast<int64_t>(tokens[s].size()) >= limits[s]) {
-        out[s].push_back(finish(std::move(tokens[s]), log_probs[s], ended, options.length_penalty));
-      } else {
-        keep.push_back(static_cast<int64_t>(r));
+      if (!ended) tokens[g].push_back(static_cast<int>(tok));
+      if (ended || static_cast<int64_t>(tokens[g].size()) >= limits[s]) {
+        out[s][g % group] = finish(std::move(tokens[g]), log_probs[g], ended, options.length_penalty);
+        ended_rows[g] = 1;
       }
     }
-    if (keep.size() == rows.size()) {
+    // Whole groups stay while one of their rows is live.
+    std::vector<int64_t> keep;
+    for (int64_t r0 = 0; r0 < n; r0 += group) {
+      bool live = false;
+      for (int64_t k = 0; k < group; ++k) live = live || !ended_rows[rows[r0 + k]];
+      if (live)
+        for (int64_t k = 0; k < group; ++k) keep.push_back(r0 + k);
+    }
+    if (static_cast<int64_t>(keep.size()) == n) {
       input = next;
       continue;
     }
@@ -254,6 +283,40 @@ std::vector<std::vector<Hypothesis>> greedy_search(Scorer& scorer, const torch::
     rows = std::move(kept_rows);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> greedy_search(Scorer& scorer, const torch::Tensor& src,
+                                                   const SearchOptions& options) {
+  const Draw argmax = [](const torch::Tensor& scores, const std::vector<int64_t>& rows, int64_t) {
+    const auto n = static_cast<int64_t>(rows.size());
+    const auto top = top_candidates(
+        scores, torch::zeros({n}, torch::dtype(torch::kFloat).device(scores.device())), 1, 1);
+    return std::make_pair(top.second.view({n}), top.first.view({n}));
+  };
+  return draw_search(scorer, src, options, 1, argmax);
+}
+
+std::vector<std::vector<Hypothesis>> sample_search(Scorer& scorer, const torch::Tensor& src,
+                                                   const SearchOptions& options,
+                                                   const std::vector<int64_t>& lines) {
+  check_sampling_options(options.sampling);
+  const int64_t group = options.nbest;
+  if (!lines.empty() && static_cast<int64_t>(lines.size()) != src.size(0))
+    throw Error("sample_search: one line number per sentence expected");
+  const Draw sample = [&](const torch::Tensor& scores, const std::vector<int64_t>& rows,
+                          int64_t step) {
+    std::vector<uint64_t> keys;
+    for (const int64_t g : rows) {
+      const int64_t s = g / group;
+      const auto line = static_cast<uint64_t>(lines.empty() ? s : lines[static_cast<size_t>(s)]);
+      keys.push_back(stream_key(options.sampling.seed, line, static_cast<uint64_t>(g % group),
+                                static_cast<uint64_t>(step)));
+    }
+    return sample_tokens(scores, gumbel_noise(keys, scores.size(1)), options.sampling);
+  };
+  return draw_search(scorer, src, options, group, sample);
 }
 
 namespace {

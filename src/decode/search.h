@@ -1,11 +1,12 @@
-// Batched greedy and beam search: two strategies over one scorer (decode/scorer.h), a model or
-// an ensemble alike.
+// Batched greedy, sampling and beam search: strategies over one scorer (decode/scorer.h), a
+// model or an ensemble alike.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <vector>
 
+#include "decode/sampling.h"
 #include "decode/scorer.h"
 #include "model/seq2seq.h"
 
@@ -14,10 +15,14 @@ namespace nmt {
 struct SearchOptions {
   int64_t beam_size = 1;        // 1 = greedy
   double length_penalty = 0.0;  // GNMT alpha (0 = none)
-  int64_t nbest = 1;            // hypotheses returned per sentence (<= beam_size)
+  int64_t nbest = 1;            // hypotheses per sentence (<= beam_size; samples when sampling)
   double max_len_a = 1.5;       // output length limit: a * source_length + b
   int64_t max_len_b = 10;
+  SamplingOptions sampling;     // enabled: draw nbest samples per sentence (beam_size 1)
 };
+
+// Rows a sentence takes in a batch: its beams, or its samples.
+int64_t rows_per_sentence(const SearchOptions& options);
 
 struct Hypothesis {
   std::vector<int> tokens;  // output ids without BOS/EOS
@@ -48,10 +53,13 @@ std::pair<torch::Tensor, torch::Tensor> top_candidates_aten(const torch::Tensor&
                                                             int64_t group, int64_t width);
 
 // src: [B, S] EOS-terminated rows, right-padded, on any device (moved to the scorer's). Returns,
-// per sentence, up to nbest hypotheses, best score first. beam_size 1 runs greedy_search. Each
-// step copies its scores to the host once.
+// per sentence, up to nbest hypotheses, best score first (samples: nbest, in the order drawn).
+// Sampling runs sample_search, beam_size 1 greedy_search. `lines`: each sentence's input line
+// number, which keys its random streams when sampling (empty: 0, 1, ...). Each step copies its
+// scores to the host once.
 std::vector<std::vector<Hypothesis>> search(Scorer& scorer, const torch::Tensor& src,
-                                            const SearchOptions& options);
+                                            const SearchOptions& options,
+                                            const std::vector<int64_t>& lines = {});
 // One model (a ModelScorer).
 std::vector<std::vector<Hypothesis>> search(Seq2Seq& model, const torch::Tensor& src,
                                             const SearchOptions& options);
@@ -61,6 +69,12 @@ std::vector<std::vector<Hypothesis>> greedy_search(Scorer& scorer, const torch::
                                                    const SearchOptions& options);
 std::vector<std::vector<Hypothesis>> greedy_search(Seq2Seq& model, const torch::Tensor& src,
                                                    const SearchOptions& options);
+
+// nbest samples per sentence (options.sampling), decoded side by side as one group of rows that
+// shares the source encoding; a sentence leaves the batch when all of its samples have ended.
+std::vector<std::vector<Hypothesis>> sample_search(Scorer& scorer, const torch::Tensor& src,
+                                                   const SearchOptions& options,
+                                                   const std::vector<int64_t>& lines = {});
 
 // Beam search batched over sentences and beams. A hypothesis that emits EOS (from the top
 // beam_size candidates of its sentence) is set aside and replaced. A sentence is done, and

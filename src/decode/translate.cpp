@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <exception>
 #include <mutex>
 #include <ostream>
 
 #include "data/tensors.h"
+#include "decode/lines.h"
 #include "text/spm.h"
 #include "util/io.h"
 #include "util/line_reader.h"
@@ -79,32 +79,6 @@ void write_attention(const std::string& dir, int64_t sentence, AttentionMap map)
   write_file_atomic(dir + name + ".json", attention_json(map) + "\n");
 }
 
-// Runs job(i) for every i < n, on up to `workers` OpenMP threads side by side, the last (longest)
-// jobs first. Inside the parallel region LibTorch's loops and OpenBLAS run on the calling thread,
-// so a job's ops need no synchronisation between threads. The first exception is rethrown.
-// Without OpenMP (CUDA builds) the jobs run one after another.
-template <typename Job>
-void run_side_by_side(size_t n, int64_t workers, const Job& job) {
-  const auto count = static_cast<int64_t>(n);
-  if (workers <= 1 || count <= 1) {
-    for (int64_t i = 0; i < count; ++i) job(static_cast<size_t>(i));
-    return;
-  }
-  [[maybe_unused]] const auto threads = static_cast<int>(std::min(workers, count));  // OpenMP only
-  std::exception_ptr error;
-  std::mutex mutex;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (int64_t i = 0; i < count; ++i) {
-    try {
-      job(static_cast<size_t>(count - 1 - i));
-    } catch (...) {
-      const std::lock_guard<std::mutex> lock(mutex);
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
-}
-
 }  // namespace
 
 TranslateOptions translate_options(const DecodeConfig& decode, int64_t beam_size) {
@@ -143,95 +117,107 @@ std::vector<size_t> encode_lines(Scorer& scorer, const Vocabs& vocabs,
   const int64_t max_src = scorer.max_positions() - 1;  // room for EOS
   ids.assign(lines.size(), {});
   std::vector<size_t> todo;
+  LineFixes fixes;
   for (size_t i = 0; i < lines.size(); ++i) {
-    int64_t replaced = 0;
-    const std::string clean = sanitize_utf8(lines[i], &replaced);
-    s.replaced_bytes += replaced;
-    if (trim(clean).empty()) continue;
-    auto pieces = vocabs.src.encode(clean);
-    if (pieces.empty()) continue;
-    if (static_cast<int64_t>(pieces.size()) > max_src) {
-      pieces.resize(max_src);
-      ++s.truncated;
-    }
-    ids[i].assign(pieces.begin(), pieces.end());
+    ids[i] = encode_line(vocabs.src, lines[i], max_src, fixes);
+    if (ids[i].empty()) continue;
     ids[i].push_back(kEosId);
     todo.push_back(i);
   }
+  s.truncated += fixes.truncated;
+  s.replaced_bytes += fixes.replaced_bytes;
   std::stable_sort(todo.begin(), todo.end(),
                    [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });
   return todo;
 }
 
-// [start, end) ranges of `todo` (sorted ascending, so a batch's last row sets its width) whose
-// padded cells stay within the budget.
-std::vector<std::pair<size_t, size_t>> plan_batches(const std::vector<std::vector<int64_t>>& ids,
-                                                    const std::vector<size_t>& todo,
-                                                    int64_t budget) {
-  std::vector<std::pair<size_t, size_t>> batches;
-  for (size_t start = 0; start < todo.size();) {
-    size_t end = start + 1;
-    while (end < todo.size() &&
-           static_cast<int64_t>((end - start + 1) * ids[todo[end]].size()) <= budget)
-      ++end;
-    batches.emplace_back(start, end);
-    start = end;
+}  // namespace
+
+namespace {
+
+// The results of one batch, written into `out`; returns the best hypotheses' output tokens.
+int64_t translate_batch(Scorer& scorer, const Vocabs& vocabs,
+                        const std::vector<std::vector<int64_t>>& ids,
+                        const std::vector<size_t>& todo, std::pair<size_t, size_t> batch,
+                        const TranslateOptions& options, int64_t first_line,
+                        std::vector<Translation>& out) {
+  // Autocast state is per thread.
+  const AutocastGuard autocast(scorer.device(), options.precision);
+  const auto nbest = static_cast<size_t>(options.search.nbest);
+  const auto [start, end] = batch;
+  std::vector<std::vector<int64_t>> rows;
+  std::vector<int64_t> line_numbers;
+  for (size_t k = start; k < end; ++k) {
+    rows.push_back(ids[todo[k]]);
+    line_numbers.push_back(first_line + static_cast<int64_t>(todo[k]));
   }
-  return batches;
+  const auto src = pad_sequences(rows, kPadId);
+  const auto hyps = search(scorer, src, options.search, line_numbers);
+  std::vector<const Hypothesis*> best;
+  std::vector<Translation*> results;
+  static const Hypothesis kNone;
+  int64_t output_tokens = 0;
+  for (size_t k = start; k < end; ++k) {
+    const auto& nb = hyps[k - start];
+    auto& t = out[todo[k]];
+    for (size_t j = 0; j < nbest; ++j) {
+      // Searches return nbest hypotheses; repeat the last if a tiny vocabulary gave fewer.
+      if (nb.empty()) break;
+      const auto& h = nb[std::min(j, nb.size() - 1)];
+      t.texts[j] = one_line(vocabs.tgt.decode(h.tokens));
+      t.scores[j] = h.score;
+    }
+    const Hypothesis* top = nb.empty() ? &kNone : &nb.front();
+    output_tokens += static_cast<int64_t>(top->tokens.size()) + (top->ended ? 1 : 0);
+    best.push_back(top);
+    results.push_back(&t);
+  }
+  if (options.attention) attach_attention(scorer, vocabs, src, rows, best, options, results);
+  for (auto* t : results) t->done = true;
+  return output_tokens;
 }
 
 }  // namespace
 
 std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
                                          const std::vector<std::string>& lines,
-                                         const TranslateOptions& options, TranslateStats* stats) {
+                                         const TranslateOptions& options, TranslateStats* stats,
+                                         const JobControl& job) {
   check_attention_options(scorer, options);
   const auto nbest = static_cast<size_t>(options.search.nbest);
   TranslateStats s;
   s.lines = static_cast<int64_t>(lines.size());
   std::vector<std::vector<int64_t>> ids;
   const std::vector<size_t> todo = encode_lines(scorer, vocabs, lines, ids, s);
-  // Beams multiply the rows a batch decodes, so the budget covers all of them.
-  const auto batches =
-      plan_batches(ids, todo, std::max<int64_t>(1, options.batch_tokens / options.search.beam_size));
+  // Beams (or samples) multiply the rows a batch decodes, so the budget covers all of them.
+  std::vector<int64_t> widths;
+  for (const size_t i : todo) widths.push_back(static_cast<int64_t>(ids[i].size()));
+  const auto batches = plan_batches(
+      widths, std::max<int64_t>(1, options.batch_tokens / rows_per_sentence(options.search)));
 
   std::vector<Translation> out(lines.size());
-  for (auto& t : out) {
-    t.texts.assign(nbest, "");
-    t.scores.assign(nbest, 0.0);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].texts.assign(nbest, "");
+    out[i].scores.assign(nbest, 0.0);
+    out[i].done = ids[i].empty();  // an empty line's empty output
   }
+  std::mutex report_mutex;
+  auto report = [&](int64_t n) {
+    if (!job.on_lines || n == 0) return;
+    const std::lock_guard<std::mutex> lock(report_mutex);
+    job.on_lines(n);
+  };
+  report(static_cast<int64_t>(lines.size() - todo.size()));
   std::vector<int64_t> output_tokens(batches.size(), 0);
-  auto translate_batch = [&](size_t b) {
-    // Autocast state is per thread.
-    const AutocastGuard autocast(scorer.device(), options.precision);
-    const auto [start, end] = batches[b];
-    std::vector<std::vector<int64_t>> rows;
-    for (size_t k = start; k < end; ++k) rows.push_back(ids[todo[k]]);
-    const auto src = pad_sequences(rows, kPadId);
-    const auto hyps = search(scorer, src, options.search);
-    std::vector<const Hypothesis*> best;
-    std::vector<Translation*> results;
-    static const Hypothesis kNone;
-    for (size_t k = start; k < end; ++k) {
-      const auto& nb = hyps[k - start];
-      auto& t = out[todo[k]];
-      for (size_t j = 0; j < nbest; ++j) {
-        // Searches return nbest hypotheses; repeat the last if a tiny vocabulary gave fewer.
-        if (nb.empty()) break;
-        const auto& h = nb[std::min(j, nb.size() - 1)];
-        t.texts[j] = one_line(vocabs.tgt.decode(h.tokens));
-        t.scores[j] = h.score;
-      }
-      const Hypothesis* top = nb.empty() ? &kNone : &nb.front();
-      output_tokens[b] += static_cast<int64_t>(top->tokens.size()) + (top->ended ? 1 : 0);
-      best.push_back(top);
-      results.push_back(&t);
-    }
-    if (options.attention) attach_attention(scorer, vocabs, src, rows, best, options, results);
+  auto run_batch = [&](size_t b) {
+    if (job.stop_requested && job.stop_requested()) return;
+    output_tokens[b] = translate_batch(scorer, vocabs, ids, todo, batches[b], options,
+                                       job.first_line, out);
+    report(static_cast<int64_t>(batches[b].second - batches[b].first));
   };
   const bool side_by_side = static_cast<int64_t>(batches.size()) >=
                             options.min_batches_per_worker * options.batch_workers;
-  run_side_by_side(batches.size(), side_by_side ? options.batch_workers : 1, translate_batch);
+  run_side_by_side(batches.size(), side_by_side ? options.batch_workers : 1, run_batch);
   for (const int64_t n : output_tokens) s.output_tokens += n;
   if (stats != nullptr) *stats = s;
   return out;
@@ -247,44 +233,63 @@ std::vector<std::string> translate_best(Scorer& scorer, const Vocabs& vocabs,
   return out;
 }
 
+namespace {
+
+void write_result(std::ostream& out, const Translation& r, int64_t index,
+                  const StreamOptions& stream) {
+  if (stream.nbest) {
+    for (size_t j = 0; j < r.texts.size(); ++j)
+      out << index << " ||| " << r.texts[j] << " ||| " << format_score(r.scores[j]) << '\n';
+  } else if (stream.scores) {
+    out << r.texts[0] << '\t' << format_score(r.scores[0]) << '\n';
+  } else {
+    out << r.texts[0] << '\n';
+  }
+  if (r.attention) write_attention(stream.attention_dir, index + 1, *r.attention);
+}
+
+}  // namespace
+
 TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader& in,
                                 std::ostream& out, const TranslateOptions& options,
                                 const StreamOptions& stream) {
   if (stream.chunk_lines < 1) throw Error("chunk_lines must be >= 1");
+  if (stream.skip_lines < 0) throw Error("skip_lines must be >= 0");
+  const auto stop = [&] { return stream.stop_requested && stream.stop_requested(); };
   TranslateStats total;
   std::vector<std::string> chunk;
-  int64_t first_line = 0;  // 0-based index of the chunk's first line
+  std::string line;
+  int64_t first_line = 0;  // 0-based number of the chunk's first line
+  while (first_line < stream.skip_lines && in.next(line)) ++first_line;
+  if (first_line < stream.skip_lines)
+    throw Error(in.path() + " has " + std::to_string(first_line) + " lines, fewer than the " +
+                std::to_string(stream.skip_lines) + " already translated");
+  JobControl job;
+  job.on_lines = stream.on_lines;
+  job.stop_requested = stream.stop_requested;
+  bool stopped = false;
   auto flush_chunk = [&] {
     TranslateStats s;
-    const auto results = translate_lines(scorer, vocabs, chunk, options, &s);
-    for (size_t i = 0; i < results.size(); ++i) {
-      const auto& r = results[i];
-      const int64_t index = first_line + static_cast<int64_t>(i);
-      if (stream.nbest) {
-        for (size_t j = 0; j < r.texts.size(); ++j)
-          out << index << " ||| " << r.texts[j] << " ||| " << format_score(r.scores[j]) << '\n';
-      } else if (stream.scores) {
-        out << r.texts[0] << '\t' << format_score(r.scores[0]) << '\n';
-      } else {
-        out << r.texts[0] << '\n';
-      }
-      if (r.attention) write_attention(stream.attention_dir, index + 1, *r.attention);
-    }
+    job.first_line = first_line;
+    const auto results = translate_lines(scorer, vocabs, chunk, options, &s, job);
+    size_t written = 0;
+    for (; written < results.size() && results[written].done; ++written)
+      write_result(out, results[written], first_line + static_cast<int64_t>(written), stream);
     out.flush();
     if (!out) throw Error("cannot write output");
-    total.lines += s.lines;
+    stopped = written < results.size();
+    total.lines += static_cast<int64_t>(written);
     total.truncated += s.truncated;
     total.replaced_bytes += s.replaced_bytes;
     total.output_tokens += s.output_tokens;
     first_line += static_cast<int64_t>(chunk.size());
     chunk.clear();
   };
-  std::string line;
-  while (in.next(line)) {
+  while (!stopped && !stop() && in.next(line)) {
     chunk.push_back(std::move(line));
     if (static_cast<int64_t>(chunk.size()) >= stream.chunk_lines) flush_chunk();
   }
-  if (!chunk.empty()) flush_chunk();
+  if (!chunk.empty() && !stopped) flush_chunk();
   return total;
 }
 

@@ -2,6 +2,7 @@
 // cross-attention maps, always one result per input line.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -36,6 +37,19 @@ struct Translation {
   std::vector<std::string> texts;         // n-best, best first; always search.nbest entries
   std::vector<double> scores;             // their scores (0 for an empty input line)
   std::optional<AttentionMap> attention;  // cross-attention of the best hypothesis
+  bool done = false;                      // translated (false: a stop came first)
+};
+
+// How a long job follows and stops translation. All optional.
+struct JobControl {
+  // The number of the first line given in the whole input (0-based): keys the sampling streams,
+  // so a line samples the same in any chunk and after --resume.
+  int64_t first_line = 0;
+  // Called after each batch (and for empty lines) with the lines it finished; calls never
+  // overlap.
+  std::function<void(int64_t lines)> on_lines;
+  // Polled before each batch: true leaves the remaining batches untranslated (done = false).
+  std::function<bool()> stop_requested;
 };
 
 struct TranslateStats {
@@ -63,7 +77,8 @@ struct DecodeOptions {
 // over-long lines are truncated. Models must be in eval mode; they decode on their own device.
 std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
                                          const std::vector<std::string>& lines,
-                                         const TranslateOptions& options, TranslateStats* stats);
+                                         const TranslateOptions& options, TranslateStats* stats,
+                                         const JobControl& job = {});
 
 // Best hypotheses only: the common case (validation, eval).
 std::vector<std::string> translate_best(Scorer& scorer, const Vocabs& vocabs,
@@ -76,6 +91,13 @@ struct StreamOptions {
   bool nbest = false;          // "index ||| hypothesis ||| score" lines, search.nbest per input
   bool scores = false;         // a tab-separated score column after each hypothesis
   std::string attention_dir;   // NNNNNN.svg/.json per non-empty line when options.attention
+  // Input lines already translated (--resume): read, skipped, and counted in line numbers.
+  // A multiple of chunk_lines keeps every chunk, so every batch, as an uninterrupted run had it.
+  int64_t skip_lines = 0;
+  std::function<void(int64_t lines)> on_lines;  // as JobControl::on_lines
+  // As JobControl::stop_requested, also polled between chunks. When it turns true the chunk's
+  // translated lines up to the first untranslated one are written and the stream ends.
+  std::function<bool()> stop_requested;
 };
 
 class LineReader;
@@ -84,7 +106,7 @@ class LineReader;
 // reader delivers what a pipe has without waiting for a block), translates them a
 // chunk at a time and writes exactly one line per input line (search.nbest with `nbest`) to
 // `out`, flushing after each chunk so output starts before the input ends. Throws Error when
-// `out` fails.
+// `out` fails. The stats count the lines written.
 TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader& in,
                                 std::ostream& out, const TranslateOptions& options,
                                 const StreamOptions& stream);
