@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# Back-translation and distillation on Multi30k en→de, end to end, and one table of the results
+# (docs/workflows.md explains each step for your own data).
+#
+#   scripts/pipeline_multi30k.sh [--quick] [--work DIR]
+#
+#   --quick   the same steps with small budgets and 2,000-line subsets: a smoke test (about 25
+#             minutes on 2 cores); its figures say nothing about quality
+#   --work    where every step's outputs go (default runs/pipeline_multi30k, with --quick
+#             runs/pipeline_multi30k_quick). A step whose outputs exist is skipped, and training
+#             runs and translations resume, so an interrupted pipeline continues where it stopped.
+#
+# Environment: NMT (default build/nmt), THREADS (default 2).
+#
+# Steps (budgets in training steps, so that a busy machine changes the time, not the result):
+#   data      A = the first 14,500 pairs of train (parallel), B = the other 14,500 (its German
+#             only, as monolingual text; its English only for the topline)
+#   baseline  en→de on A
+#   de_en     de→en on A, which translates B with beam 5 (bt-beam) and by sampling (bt-sampling)
+#   bt-*      en→de on A + BT(B): beam, sampling, and the better of the two by validation BLEU
+#             tagged "<BT>" (bt-tagged)
+#   topline   en→de on A + B with the real English
+#   teacher   the en→de recipe on all of train, seeds 1 and 2, ensembled; it translates train.en
+#             with beam 5 (sequence-level distillation, Kim & Rush 2016)
+#   students  configs/multi30k_en_de_student.json (one decoder layer) on the teacher's output
+#             (student-distilled) and on the real targets (student-real), same budget
+#   table     test_2016_flickr BLEU (beam 5, the recipe's length penalty 1.4) and chrF2 by
+#             nmt eval, and translation speed (beam 5, THREADS threads) of teachers and students
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+QUICK=0
+WORK=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --work) WORK="$2"; shift ;;
+    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    *) echo "pipeline_multi30k.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+NMT="${NMT:-build/nmt}"
+THREADS="${THREADS:-2}"
+[[ -x "$NMT" ]] || { echo "pipeline_multi30k.sh: $NMT not built (run scripts/setup.sh)" >&2; exit 1; }
+
+if [[ $QUICK == 1 ]]; then
+  WORK="${WORK:-runs/pipeline_multi30k_quick}"
+  EN_DE_STEPS=150 DE_EN_STEPS=150 TEACHER_STEPS=300 STUDENT_STEPS=150 EVERY=150 SUBSET=2000
+else
+  WORK="${WORK:-runs/pipeline_multi30k}"
+  # 2,000 steps: about 15 minutes in bf16 on 2 cores; 6,000: the 45-minute recipe there.
+  EN_DE_STEPS=2000 DE_EN_STEPS=2000 TEACHER_STEPS=6000 STUDENT_STEPS=3000 EVERY=500 SUBSET=0
+fi
+mkdir -p "$WORK"
+D="$WORK/data"
+M=data/multi30k
+
+log() { echo "== $(date +%H:%M:%S) $*"; }
+
+# Runs "$@" once: a step marked done is skipped.
+once() {
+  local name="$1"
+  shift
+  if [[ -e "$WORK/$name.done" ]]; then
+    log "$name: done before"
+    return
+  fi
+  log "$name"
+  "$@"
+  touch "$WORK/$name.done"
+}
+
+# 1. Data.
+get_data() {
+  if [[ ! -s $M/test_2016_flickr.de ]]; then
+    if [[ -d ../shared/data/multi30k ]]; then
+      scripts/get_data.sh multi30k --from ../shared/data/multi30k
+    else
+      scripts/get_data.sh multi30k
+    fi
+  fi
+  mkdir -p "$D"
+  head -n 14500 $M/train.en >"$D/A.en"
+  head -n 14500 $M/train.de >"$D/A.de"
+  tail -n +14501 $M/train.en >"$D/B.en"
+  tail -n +14501 $M/train.de >"$D/B.de"
+  cp $M/train.en "$D/train.en"
+  cp $M/train.de "$D/train.de"
+  if [[ $SUBSET -gt 0 ]]; then
+    for f in B.en B.de train.en train.de; do
+      head -n "$SUBSET" "$D/$f" >"$D/$f.tmp" && mv "$D/$f.tmp" "$D/$f"
+    done
+  fi
+}
+once data get_data
+
+# A run's config: a recipe with data.train set to corpora (SRC TGT [TAG] triples as
+# "src|tgt|tag" words) and a step budget.
+write_config() {
+  local recipe="$1" out="$2" steps="$3" seed="$4"
+  shift 4
+  python3 - "$recipe" "$out" "$steps" "$seed" "$EVERY" "$THREADS" "$@" <<'PY'
+import json, sys
+recipe, out, steps, seed, every, threads = sys.argv[1:7]
+c = json.load(open(recipe))
+corpora = []
+for spec in sys.argv[7:]:
+    src, tgt, tag = (spec.split("|") + [""])[:3]
+    corpora.append({"src": src, "tgt": tgt, **({"tag": tag} if tag else {})})
+for key in ("train_src", "train_tgt"):
+    c["data"].pop(key, None)
+c["data"]["train"] = corpora
+c["train"].update({"max_steps": int(steps), "max_time": 0, "seed": int(seed),
+                   "threads": int(threads), "valid_every": int(every),
+                   "save_every": int(every)})
+json.dump(c, open(out, "w"), indent=1)
+PY
+}
+
+# Trains run NAME from its config, resuming a run that has checkpoints.
+train() {
+  local name="$1" run="$WORK/$1"
+  if compgen -G "$run/checkpoints/ckpt-*" >/dev/null; then
+    "$NMT" train --run-dir "$run" --resume
+  else
+    rm -rf "$run"
+    "$NMT" train --config "$WORK/$name.json" --run-dir "$run"
+  fi
+}
+
+# Writes NAME's config and trains it: RECIPE STEPS SEED CORPUS...
+run_once() {
+  local name="$1" recipe="$2" steps="$3" seed="$4"
+  shift 4
+  write_config "$recipe" "$WORK/$name.json" "$steps" "$seed" "$@"
+  once "$name" train "$name"
+}
+
+EN_DE=configs/multi30k_en_de.json
+DE_EN=configs/multi30k_de_en.json
+STUDENT=configs/multi30k_en_de_student.json
+
+# 2. Back-translation.
+run_once baseline $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de"
+run_once topline $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/B.en|$D/B.de"
+run_once de_en $DE_EN "$DE_EN_STEPS" 1 "$D/A.de|$D/A.en"
+translate_job() {  # OUTPUT CHECKPOINT... -- FLAGS...: resumable, with progress
+  local out="$1"
+  shift
+  "$NMT" translate --threads "$THREADS" --output "$out" --resume --progress "$@"
+}
+once bt-beam.translate translate_job "$D/bt-beam.en" --checkpoint "$WORK/de_en" \
+  --input "$D/B.de" --beam 5
+once bt-sampling.translate translate_job "$D/bt-sampling.en" --checkpoint "$WORK/de_en" \
+  --input "$D/B.de" --sampling --seed 1
+run_once bt-beam $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/bt-beam.en|$D/B.de"
+run_once bt-sampling $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/bt-sampling.en|$D/B.de"
+
+# The better BT variant by validation BLEU (never the test set) gets the tag.
+val_bleu() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["best_value"])' \
+  "$WORK/$1/checkpoints/best/state.json"; }
+if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' \
+  "$(val_bleu bt-beam)" "$(val_bleu bt-sampling)"; then
+  BT_BEST=beam
+else
+  BT_BEST=sampling
+fi
+echo "$BT_BEST" >"$WORK/bt-tagged.variant"
+log "bt-tagged tags the $BT_BEST back-translation (validation BLEU: beam $(val_bleu bt-beam), sampling $(val_bleu bt-sampling))"
+run_once bt-tagged $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/bt-$BT_BEST.en|$D/B.de|<BT>"
+
+# 3. Distillation.
+run_once teacher-seed1 $EN_DE "$TEACHER_STEPS" 1 "$D/train.en|$D/train.de"
+run_once teacher-seed2 $EN_DE "$TEACHER_STEPS" 2 "$D/train.en|$D/train.de"
+once distill.translate translate_job "$D/train.distilled.de" --checkpoint "$WORK/teacher-seed1" \
+  "$WORK/teacher-seed2" --input "$D/train.en" --beam 5
+run_once student-real $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.de"
+run_once student-distilled $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.distilled.de"
+
+# 4. Scores on test_2016_flickr and speeds.
+evaluate() {  # NAME CHECKPOINT...
+  local name="$1"
+  shift
+  local args=()
+  for c in "$@"; do args+=(--checkpoint "$c"); done
+  "$NMT" eval "${args[@]}" --threads "$THREADS" --src $M/test_2016_flickr.en \
+    --ref $M/test_2016_flickr.de --json >"$WORK/$name.test.json"
+}
+# Sentences/s of beam 5 over test_2016_flickr: the better of two runs.
+speed() {  # NAME CHECKPOINT...
+  local name="$1"
+  shift
+  local args=() best=0
+  for c in "$@"; do args+=(--checkpoint "$c"); done
+  for _ in 1 2; do
+    local s
+    s=$("$NMT" translate "${args[@]}" --threads "$THREADS" --beam 5 \
+      --input $M/test_2016_flickr.en --output /dev/null 2>&1 |
+      sed -n 's/.*(\([0-9.]*\) sentences\/s.*/\1/p')
+    best=$(python3 -c 'import sys; print(max(float(sys.argv[1]), float(sys.argv[2])))' "$best" "$s")
+  done
+  echo "$best" >"$WORK/$name.speed"
+}
+for name in baseline bt-beam bt-sampling bt-tagged topline teacher-seed1 teacher-seed2 \
+  student-real student-distilled; do
+  once "$name.eval" evaluate "$name" "$WORK/$name"
+done
+once teacher.eval evaluate teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
+for name in teacher-seed1 student-real student-distilled; do
+  once "$name.speed" speed "$name" "$WORK/$name"
+done
+once teacher.speed speed teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
+
+python3 - "$WORK" "$BT_BEST" <<'PY' | tee "$WORK/table.md"
+import json, os, re, sys
+work, bt_best = sys.argv[1], sys.argv[2]
+
+def pairs(run):
+    for line in open(f"{work}/{run}/train.log"):
+        m = re.search(r"training data: (\d+) pairs read, (\d+) kept", line)
+        if m:
+            return int(m.group(2))
+    return 0
+
+def budget(run):
+    ck = f"{work}/{run}/checkpoints"
+    last = sorted(d for d in os.listdir(ck) if re.fullmatch(r"ckpt-\d+", d))[-1]
+    s = json.load(open(f"{ck}/{last}/state.json"))
+    return f"{s['step']:,} steps, {s['elapsed_s'] / 60:.0f} min"
+
+rows = [("baseline", "baseline", "A"), ("bt-beam", "bt-beam", "A + BT(B), beam"),
+        ("bt-sampling", "bt-sampling", "A + BT(B), sampling"),
+        ("bt-tagged", "bt-tagged", f"A + BT(B), {bt_best}, tagged"),
+        ("topline", "topline", "A + B, real English"),
+        ("teacher", None, "ensemble of teacher-1 and teacher-2"),
+        ("teacher-1", "teacher-seed1", "recipe, seed 1"),
+        ("teacher-2", "teacher-seed2", "recipe, seed 2"),
+        ("student-real", "student-real", "train, real targets"),
+        ("student-distilled", "student-distilled", "train, teacher's beam-5 targets")]
+speeds = {"teacher": "teacher", "teacher-1": "teacher-seed1",
+          "student-real": "student-real", "student-distilled": "student-distilled"}
+print("| row | data | training pairs | budget | BLEU (beam 5) | chrF2 | sentences/s |")
+print("|---|---|---|---|---|---|---|")
+for row, run, what in rows:
+    r = json.load(open(f"{work}/{'teacher' if run is None else run}.test.json"))
+    n = pairs("teacher-seed1" if run is None else run)
+    b = "2 x " + budget("teacher-seed1") if run is None else budget(run)
+    sp = speeds.get(row)
+    s = open(f"{work}/{sp}.speed").read().strip() if sp else ""
+    print(f"| {row} | {what} | {n:,} | {b} | {r['bleu']:.2f} | {r['chrf']:.2f} | {s} |")
+print(f"\nBLEU: {r['bleu_signature']}")
+PY
