@@ -1,6 +1,6 @@
-// Tagged corpora (data.train[i].tag): the tag is a user-defined piece of the source
-// vocabulary, the store puts its id before every source sentence of the tagged corpus and
-// records it, and store reuse follows the tags.
+// Tagged corpora (data.train[i].tag, translate --tag): the tag is a user-defined piece of the
+// source vocabulary, the store puts its id before every source sentence of the tagged corpus
+// and records it, store reuse follows the tags, and decoding puts the id first when asked.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,13 +12,19 @@
 #include "config/print.h"
 #include "data/prepare.h"
 #include "data/store.h"
+#include "data/tensors.h"
+#include "decode/search.h"
+#include "decode/translate.h"
 #include "helpers.h"
+#include "model_helpers.h"
 #include "text/vocabs.h"
 #include "util/util.h"
 
 using namespace nmt;
 using nlohmann::json;
+using nmt_test::nmt_bin;
 using nmt_test::read_text;
+using nmt_test::run_command;
 using nmt_test::write_text;
 
 namespace {
@@ -174,4 +180,116 @@ TEST(Tags, VocabularyWithoutTheTagIsRefused) {
             0u)
       << msg;
   EXPECT_FALSE(std::filesystem::exists(dir / "store"));
+}
+
+// translate_lines with source_prefix_id decodes what search decodes from [tag] + pieces + EOS,
+// and the tag counts toward the model's input limit.
+TEST(Tags, TranslateLinesPutsTheTagIdFirst) {
+  const Vocabs vocabs = tiny_vocabs({"<BT>"});
+  const int bt = tag_piece(vocabs.src, "<BT>").value();
+  const std::vector<std::string> lines = {"one hundred two", "seven hundred nine four", "three"};
+  ModelConfig mc = nmt_test::tiny_model();
+  const auto longest = static_cast<int64_t>(vocabs.src.encode(lines[1]).size());
+  for (const size_t i : {0, 2})
+    ASSERT_LT(static_cast<int64_t>(vocabs.src.encode(lines[i]).size()), longest);
+  mc.max_positions = longest + 1;  // lines[1] and EOS fit exactly; with the tag they do not
+  ModelScorer scorer(nmt_test::random_model(mc, vocabs.src.size(), 7));
+  TranslateOptions o;
+  o.search.beam_size = 2;
+  o.source_prefix_id = bt;
+  TranslateOptions untagged = o;
+  untagged.source_prefix_id = -1;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    TranslateStats with_tag, without;
+    const auto got = translate_lines(scorer, vocabs, {lines[i]}, o, &with_tag);
+    const auto plain = translate_lines(scorer, vocabs, {lines[i]}, untagged, &without);
+    EXPECT_EQ(without.truncated, 0) << lines[i];
+    EXPECT_EQ(with_tag.truncated, i == 1 ? 1 : 0) << lines[i];
+    // What search gives on the ids with the tag first, cut to the limit.
+    std::vector<int64_t> ids = {bt};
+    for (const int p : vocabs.src.encode(lines[i])) ids.push_back(p);
+    if (static_cast<int64_t>(ids.size()) > mc.max_positions - 1) ids.resize(mc.max_positions - 1);
+    ids.push_back(kEosId);
+    const auto hyps = search(scorer, pad_sequences({ids}, kPadId), o.search);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].texts[0], vocabs.tgt.decode(hyps[0][0].tokens)) << lines[i];
+    EXPECT_NEAR(got[0].scores[0], hyps[0][0].score, 1e-6) << lines[i];
+    EXPECT_NE(got[0].scores[0], plain[0].scores[0]) << lines[i];  // the encoder saw the tag
+  }
+  // Empty lines stay empty: no tag alone is translated.
+  const auto empty = translate_lines(scorer, vocabs, {"", "  "}, o, nullptr);
+  EXPECT_EQ(empty[0].texts[0], "");
+  EXPECT_EQ(empty[1].scores[0], 0.0);
+}
+
+// A tiny tagged corpus trains end to end: the trained vocabulary holds the tag as a piece, the
+// store prefixes it, translate and eval take --tag, and an unknown tag or a tag the store lacks
+// is refused.
+TEST(Tags, TaggedCorpusTrainsAndTranslatesWithTheTag) {
+  nmt_test::TempDir dir;
+  for (const char* name : {"a", "b"}) {
+    const auto r =
+        run_command("python3 scripts/make_quickstart_data.py --out " + (dir / name) +
+                    " --train 200 --valid 5 --test 5 --seed " + (name[0] == 'a' ? "1" : "2"));
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  const std::string corpora = "'data.train=[{\"src\": \"" + (dir / "a/train.en") +
+                              "\", \"tgt\": \"" + (dir / "a/train.de") + "\"}, {\"src\": \"" +
+                              (dir / "b/train.en") + "\", \"tgt\": \"" + (dir / "b/train.de") +
+                              "\", \"tag\": \"<BT>\"}]'";
+  const std::string run = dir / "run";
+  // data.train instead of the quickstart config's train_src/train_tgt.
+  const std::string config = nmt_bin() +
+                             " train --config configs/quickstart.json --set data.train_src="
+                             " --set data.train_tgt= --set data.valid_src= --set data.valid_tgt=";
+  const std::string train = config +
+                            " --set model.d_model=32 --set model.d_ff=64 --set model.heads=2"
+                            " --set vocab.size=80 --set train.threads=1"
+                            " --set train.batch_tokens=500 --set train.warmup_steps=10"
+                            " --set train.max_steps=3 --set train.save_every=100 --set " +
+                            corpora;
+  auto r = run_command(train + " --run-dir " + run);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Vocabs vocabs = read_vocabs(run, true);
+  const auto bt = tag_piece(vocabs.src, "<BT>");
+  ASSERT_TRUE(bt.has_value());
+  const auto s = TokenStore::open(run + "/store");
+  ASSERT_TRUE(s->header().trained.has_value());
+  EXPECT_EQ(s->header().trained->tags, std::vector<std::string>{"<BT>"});
+  const auto& in = s->header().inputs;
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[1].tag, "<BT>");
+  for (int64_t i = in[0].begin; i < in[0].end; ++i) EXPECT_NE(source_of(*s, i).front(), *bt);
+  for (int64_t i = in[1].begin; i < in[1].end; ++i) EXPECT_EQ(source_of(*s, i).front(), *bt);
+
+  const std::string translate = nmt_bin() + " translate --checkpoint " + run + " --threads 1" +
+                                " --input " + (dir / "b/test.en") + " --output " +
+                                (dir / "out.txt") + " --tag ";
+  r = run_command(translate + "'<BT>'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("source lines start with tag <BT> (piece " + std::to_string(*bt) + ")"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(nmt_test::read_lines_of(dir / "out.txt").size(), 5u);
+  r = run_command(nmt_bin() + " eval --checkpoint " + run + " --threads 1 --src " +
+                  (dir / "b/test.en") + " --ref " + (dir / "b/test.de") + " --tag '<BT>'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = run_command(translate + "'<XX>'");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("tag '<XX>' is not a piece of the source vocabulary (train with "
+                          "data.train[i].tag)"),
+            std::string::npos)
+      << r.output;
+  // Training from the store: a tag data.train gives must be the store's.
+  r = run_command(train + " --run-dir " + (dir / "from-store") + " --set data.train_store=" + run +
+                  "/store");
+  EXPECT_EQ(r.status, 0) << r.output;
+  std::string other = corpora;
+  other.replace(other.find("<BT>"), 4, "<FT>");
+  r = run_command(config + " --run-dir " + (dir / "foreign") + " --set " + other +
+                  " --set data.train_store=" + run + "/store");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("data.train[1].tag: \"<FT>\", but corpus 1 of the store"),
+            std::string::npos)
+      << r.output;
 }

@@ -85,7 +85,7 @@ void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
   stream.scores = args.scores;
   stream.attention_dir = args.attention_out;
   const TranslateStats total =
-      translate_stream(*d.scorer, d.first().vocabs, in, out, options.translate, stream);
+      translate_stream(*d.scorer, d.first().vocabs, in, out, d.translate, stream);
   out_file.close();
   log_totals(total,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

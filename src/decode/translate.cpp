@@ -135,12 +135,13 @@ void check_attention_options(Scorer& scorer, const TranslateOptions& options) {
                 " heads (0-based)");
 }
 
-// Each line's source ids with EOS (cut to the model's limit), and the lines to translate (not
-// empty), shortest first.
+// Each line's source ids with EOS, after prefix_id when it is >= 0 (cut to the model's limit),
+// and the lines to translate (not empty), shortest first.
 std::vector<size_t> encode_lines(Scorer& scorer, const Vocabs& vocabs,
-                                 const std::vector<std::string>& lines,
+                                 const std::vector<std::string>& lines, int64_t prefix_id,
                                  std::vector<std::vector<int64_t>>& ids, TranslateStats& s) {
-  const int64_t max_src = scorer.max_positions() - 1;  // room for EOS
+  const int64_t prefix = prefix_id >= 0 ? 1 : 0;
+  const int64_t max_src = scorer.max_positions() - 1 - prefix;  // room for EOS and the prefix
   ids.assign(lines.size(), {});
   std::vector<size_t> todo;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -154,7 +155,8 @@ std::vector<size_t> encode_lines(Scorer& scorer, const Vocabs& vocabs,
       pieces.resize(max_src);
       ++s.truncated;
     }
-    ids[i].assign(pieces.begin(), pieces.end());
+    if (prefix > 0) ids[i].push_back(prefix_id);
+    ids[i].insert(ids[i].end(), pieces.begin(), pieces.end());
     ids[i].push_back(kEosId);
     todo.push_back(i);
   }
@@ -190,7 +192,8 @@ std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
   TranslateStats s;
   s.lines = static_cast<int64_t>(lines.size());
   std::vector<std::vector<int64_t>> ids;
-  const std::vector<size_t> todo = encode_lines(scorer, vocabs, lines, ids, s);
+  const std::vector<size_t> todo =
+      encode_lines(scorer, vocabs, lines, options.source_prefix_id, ids, s);
   // Beams multiply the rows a batch decodes, so the budget covers all of them.
   const auto batches =
       plan_batches(ids, todo, std::max<int64_t>(1, options.batch_tokens / options.search.beam_size));
