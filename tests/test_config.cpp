@@ -187,7 +187,8 @@ TEST(Config, KeysOfTheOtherArchitectureAreRejectedWithThePath) {
 TEST(Config, ShippedConfigsAreValid) {
   for (const char* name : {"configs/quickstart.json", "configs/multi30k_en_de_base.json",
                            "configs/quickstart_rnn.json", "configs/multi30k_en_de_rnn.json",
-                           "configs/multi30k_en_de_rnn_luong.json"}) {
+                           "configs/multi30k_en_de_rnn_luong.json",
+                           "configs/multi30k_en_de_student.json"}) {
     const Config c = load_config_file(nmt_test::source_dir() + "/" + name);
     EXPECT_GT(c.train.max_steps + c.train.max_epochs, 0) << name;
   }
@@ -366,4 +367,52 @@ TEST(Config, MixedTrainingDataSpellingsAreRefused) {
             "data.train_store");
   EXPECT_EQ(error_of(kMinimal, {R"(data.train=[{"src": "a", "tgt": "b", "weight": 0}])"}),
             "data.train: every weight is 0; at least one corpus must have a weight > 0");
+}
+
+// data.train[i].tag: a piece name, checked with its path; printed only when given, so the
+// printed config parses back; the distinct tags come out sorted.
+TEST(Config, CorpusTagsAreCheckedWithTheirPath) {
+  const std::string two = R"(data.train=[{"src": "a.en", "tgt": "a.de"}, )"
+                          R"({"src": "b.en", "tgt": "b.de", "tag": )";
+  auto with_tag = [&](const std::string& tag_json) { return two + tag_json + "}]"; };
+  const Config c = parse_config(kMinimal, {with_tag(R"("<BT>")")});
+  EXPECT_EQ(c.data.training.corpora[0].tag, "");
+  EXPECT_EQ(c.data.training.corpora[1].tag, "<BT>");
+  EXPECT_EQ(c.data.training.tags(), std::vector<std::string>{"<BT>"});
+
+  EXPECT_EQ(error_of(kMinimal, {with_tag(R"("")")}),
+            "data.train[1].tag: must not be empty (leave the key out for no tag)");
+  EXPECT_EQ(error_of(kMinimal, {with_tag(R"("<B T>")")}),
+            "data.train[1].tag: must not contain whitespace, got \"<B T>\"");
+  EXPECT_EQ(error_of(kMinimal, {with_tag(R"("<BT>\t")")}),
+            "data.train[1].tag: must not contain whitespace, got \"<BT>\t\"");
+  EXPECT_EQ(error_of(kMinimal, {with_tag(R"("<A>,<B>")")}),
+            "data.train[1].tag: must not contain ',', got \"<A>,<B>\"");
+  EXPECT_EQ(error_of(kMinimal, {with_tag(R"("</s>")")}),
+            "data.train[1].tag: must not be the special piece </s>");
+  EXPECT_EQ(error_of(kMinimal, {with_tag(R"(7)")}),
+            "data.train[1].tag: expected a string, got integer 7");
+  const std::string at_limit(64, 'x');
+  EXPECT_EQ(error_of(kMinimal, {with_tag("\"" + at_limit + "\"")}), "");
+  EXPECT_EQ(error_of(kMinimal, {with_tag("\"" + at_limit + "y\"")})
+                .rfind("data.train[1].tag: must be at most 64 bytes, got 65", 0),
+            0u);
+  // Only the list form has tags.
+  EXPECT_EQ(error_of(kMinimal, {"data.tag=<BT>"}).rfind("data.tag: unknown key", 0), 0u);
+
+  // Printed back: the tag where it was given, no key where it was not.
+  const json printed = json::parse(config_to_json(c));
+  EXPECT_FALSE(printed["data"]["train"][0].contains("tag"));
+  EXPECT_EQ(printed["data"]["train"][1]["tag"], "<BT>");
+  const Config again = parse_config(config_to_json(c));
+  EXPECT_EQ(again.data.training.corpora[1].tag, "<BT>");
+  EXPECT_FALSE(json::parse(config_to_json(parse_config(kMinimal)))["data"]["train"].dump().find(
+                   "tag") != std::string::npos);
+
+  // Several corpora, one tag twice: each distinct tag once, sorted.
+  const Config many = parse_config(
+      kMinimal, {R"(data.train=[{"src": "a", "tgt": "b", "tag": "<FT>"}, {"src": "c", "tgt": "d",)"
+                 R"( "tag": "<BT>"}, {"src": "e", "tgt": "f"}, {"src": "g", "tgt": "h", "tag":)"
+                 R"( "<FT>"}])"});
+  EXPECT_EQ(many.data.training.tags(), (std::vector<std::string>{"<BT>", "<FT>"}));
 }

@@ -60,7 +60,7 @@ FileEval translate_and_score(const EvalArgs& args, const DecodeRequest& request,
   use_inference_threads(decode);
   const DecodingModels d = load_for_decoding(request.checkpoints, decode);
   const LoadedModel& m = d.first();
-  TranslateOptions options = decode.translate;
+  TranslateOptions options = d.translate;
   options.search.nbest = 1;
   spdlog::info("translating {} with {} (beam {})", args.src, m.dir, options.search.beam_size);
   // Translations go to a temporary file renamed over --hyp-out at the end.

@@ -204,7 +204,7 @@ void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
   OutFileStream out(out_file);
   const auto start = std::chrono::steady_clock::now();
   const TranslateStats total =
-      translate_stream(*d.scorer, d.first().vocabs, in, out, options.translate, stream);
+      translate_stream(*d.scorer, d.first().vocabs, in, out, d.translate, stream);
   out_file.close();
   if (progress) progress->report(true);
   log_totals(total,

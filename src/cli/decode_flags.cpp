@@ -26,6 +26,9 @@ void add_model_flags(CLI::App* cmd, DecodeFlags& flags) {
                   "With several --checkpoint: each model's weight in the mean of log-probabilities, "
                   "comma-separated (default: equal)")
       ->delimiter(',');
+  cmd->add_option("--tag", flags.tag,
+                  "Start every source line with this piece, as a tagged corpus of the training "
+                  "data (data.train[i].tag, e.g. \"<BT>\") started its sources (default: none)");
 }
 
 void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
@@ -75,6 +78,7 @@ DecodeOptions resolve_where(const DecodeFlags& flags) {
   o.translate.precision = resolve_precision(o.precision_setting, o.device, "--precision");
   o.threads = flags.threads > 0 ? flags.threads : hardware_threads();
   o.ensemble_weights = flags.ensemble_weights;
+  o.tag = flags.tag;
   return o;
 }
 
@@ -123,6 +127,17 @@ void check_same_vocabularies(const LoadedModel& first, const LoadedModel& other)
                 " has other SentencePiece models than " + first.dir);
 }
 
+// --tag's piece id in the source vocabulary (-1 without --tag).
+int64_t source_prefix_id(const std::string& tag, const Vocabs& vocabs) {
+  if (tag.empty()) return -1;
+  const std::optional<int> id = tag_piece(vocabs.src, tag);
+  if (!id)
+    throw Error("tag '" + tag +
+                "' is not a piece of the source vocabulary (train with data.train[i].tag)");
+  spdlog::info("source lines start with tag {} (piece {})", tag, *id);
+  return *id;
+}
+
 }  // namespace
 
 DecodingModels load_for_decoding(const std::vector<std::string>& checkpoints,
@@ -145,6 +160,8 @@ DecodingModels load_for_decoding(const std::vector<std::string>& checkpoints,
   if (options.int8)
     spdlog::info("output projection quantized to int8 (dynamic, {}-bit activations)",
                  int8_reduced_range() ? "7" : "8");
+  d.translate = options.translate;
+  d.translate.source_prefix_id = source_prefix_id(options.tag, d.first().vocabs);
   // One checkpoint decodes through its own model; several (or weights) through an ensemble.
   d.scorer = make_scorer(models, weights);
   if (models.size() > 1 || !weights.empty()) spdlog::info("ensemble of {} models", models.size());

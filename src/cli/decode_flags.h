@@ -30,10 +30,11 @@ struct DecodeFlags {
   std::string precision = "auto";  // fp32 | bf16 | fp16 (CUDA autocast) | auto
   std::string parallel = "auto";   // CPU threads' work: batches | ops | auto (see --parallel)
   std::vector<double> ensemble_weights;  // one per --checkpoint; empty: equal
+  std::string tag;                       // a source piece to start every line with ("" = none)
 };
 
-// Adds what running the models takes: --batch-tokens, --threads, --device, --precision and
-// --ensemble-weights (nmt score).
+// Adds what running the models takes: --batch-tokens, --threads, --device, --precision,
+// --ensemble-weights and --tag (what nmt score takes).
 void add_model_flags(CLI::App* cmd, DecodeFlags& flags);
 
 // Adds the model flags and the search's: --beam, --length-penalty, --parallel and --quantize.
@@ -65,12 +66,15 @@ void use_inference_threads(const DecodeOptions& options);
 struct DecodingModels {
   std::vector<LoadedModel> models;
   std::unique_ptr<Scorer> scorer;
+  // What to translate with: the options' translate part, with --tag's piece id resolved in
+  // the models' source vocabulary.
+  TranslateOptions translate;
   const LoadedModel& first() const { return models.front(); }
 };
 
 // The checkpoints' models on the options' device, quantized when asked, and their scorer. Logs
 // the device and precision. Several checkpoints (or weights) make an ensemble; models with other
-// vocabularies are refused.
+// vocabularies are refused, and so is a --tag that is not a piece of their source vocabulary.
 DecodingModels load_for_decoding(const std::vector<std::string>& checkpoints,
                                  const DecodeOptions& options);
 

@@ -152,6 +152,15 @@ double parse_duration(const std::string& text) {
   return total;
 }
 
+std::vector<std::string> TrainingData::tags() const {
+  std::vector<std::string> out;
+  for (const auto& k : corpora)
+    if (!k.tag.empty()) out.push_back(k.tag);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 bool is_device_name(const std::string& name) {
   if (name == "auto" || name == "cpu" || name == "cuda") return true;
   if (name.rfind("cuda:", 0) != 0 || name.size() == 5 || name.size() > 8) return false;

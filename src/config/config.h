@@ -51,6 +51,7 @@ struct CorpusConfig {
   std::string src;      // source file (plain or gzip), one sentence a line
   std::string tgt;      // target file, aligned line by line with src
   double weight = 1.0;  // pairs an epoch takes: weight x the corpus's size (0 = none)
+  std::string tag;      // a vocabulary piece whose id starts each source sentence ("" = none)
 };
 
 // The training data as every stage after the parser sees it, whichever keys named it: text
@@ -74,6 +75,9 @@ struct TrainingData {
     for (const auto& k : corpora) w.push_back(k.weight);
     return w;
   }
+  // The corpora's distinct tags, sorted ("" left out): the source vocabulary's user-defined
+  // pieces.
+  std::vector<std::string> tags() const;
 };
 
 struct DataConfig {

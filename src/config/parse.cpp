@@ -73,6 +73,12 @@ class Parser {
     field = std::move(value);
   }
 
+  // A string key is read as any other; only the printer leaves it out while empty.
+  void optional(const std::string& name, std::string& field, const char* doc,
+                const Check<std::string>& check) {
+    (*this)(name, field, doc, check);
+  }
+
   // An array of objects, each read as a section.
   template <class S>
   void list(const std::string& name, std::vector<S>& target, const char*) {
@@ -259,7 +265,7 @@ TrainingData normalize_training_data(DataConfig& data, const std::set<std::strin
   if (data.train.empty()) {
     // A store's corpora keep weight 1 each; train_src/train_tgt (given or the defaults) are one
     // corpus of weight 1.
-    if (!t.from_store()) t.corpora = {CorpusConfig{data.train_src, data.train_tgt, 1.0}};
+    if (!t.from_store()) t.corpora = {CorpusConfig{data.train_src, data.train_tgt, 1.0, ""}};
     return t;
   }
   // data.train replaces the single pair; the defaults step aside, explicit values conflict.

@@ -54,6 +54,11 @@ class Printer {
   void operator()(const std::string& name, T& field, const char*, const Check<T>&) {
     out_[name] = to_json_value(field);
   }
+  // Left out while empty: its check refuses "", so the output still parses back.
+  void optional(const std::string& name, std::string& field, const char* doc,
+                const Check<std::string>& check) {
+    if (!field.empty()) (*this)(name, field, doc, check);
+  }
 
  private:
   json& out_;
@@ -97,6 +102,10 @@ class Documenter {
       meaning.replace(pos, 1, "\\|");
     os_ << "| `" << prefix_ << name << "` | " << type << " | `" << to_json_value(field).dump()
         << "` | " << meaning << " |\n";
+  }
+  void optional(const std::string& name, std::string& field, const char* doc,
+                const Check<std::string>& check) {
+    (*this)(name, field, doc, check);
   }
 
  private:

@@ -61,4 +61,19 @@ Check<std::string> not_empty() {
   };
 }
 
+Check<std::string> tag_text() {
+  return [](const std::string& v) -> std::optional<std::string> {
+    if (v.empty()) return std::string("must not be empty (leave the key out for no tag)");
+    if (v.size() > 64)
+      return "must be at most 64 bytes, got " + std::to_string(v.size()) + ": \"" + clip(v) + "\"";
+    if (v.find_first_of(" \t\n\r\v\f") != std::string::npos)
+      return "must not contain whitespace, got \"" + clip(v) + "\"";
+    // SentencePiece's user_defined_symbols option is a comma-separated list.
+    if (v.find(',') != std::string::npos) return "must not contain ',', got \"" + clip(v) + "\"";
+    for (const char* special : {"<pad>", "<unk>", "<s>", "</s>"})
+      if (v == special) return "must not be the special piece " + v;
+    return std::nullopt;
+  };
+}
+
 }  // namespace nmt

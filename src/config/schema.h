@@ -27,14 +27,17 @@ Check<double> in_range(double lo, double hi, bool hi_inclusive = true);
 Check<std::string> device_name();
 Check<Duration> duration_at_most(double max_seconds);
 Check<std::string> not_empty();
+// A corpus tag: 1 to 64 bytes, no whitespace, no ',' and none of the special pieces.
+Check<std::string> tag_text();
 
 template <class T>
 Check<T> any() {
   return [](const T&) -> std::optional<std::string> { return std::nullopt; };
 }
 
-// A visitor V has section(name, struct), list(name, vector, doc), for_arch(arch, active, fields)
-// and operator()(name, field, doc, check).
+// A visitor V has section(name, struct), list(name, vector, doc), for_arch(arch, active, fields),
+// operator()(name, field, doc, check) and optional(name, string, doc, check): a string key that
+// is given with a value or left out, so it is printed only when it is not empty.
 template <class V>
 void visit(CorpusConfig& c, V& v) {
   v("src", c.src, "source file (plain text or gzip), one sentence a line", not_empty());
@@ -43,6 +46,11 @@ void visit(CorpusConfig& c, V& v) {
     "an epoch takes weight x the corpus's pairs: whole copies, then a sample for the fraction "
     "(0 = none)",
     in_range(0.0, 1e6));
+  v.optional("tag", c.tag,
+             "a piece such as `<BT>` (tagged back-translation) whose id starts every source "
+             "sentence of this corpus: a user-defined piece of the trained source vocabulary; "
+             "translate --tag asks for that kind of source (left out = no tag)",
+             tag_text());
 }
 
 template <class V>
@@ -52,7 +60,7 @@ void visit(DataConfig& c, V& v) {
   v("train_tgt", c.train_tgt, "training target file, aligned line by line with train_src",
     any<std::string>());
   v.list("train", c.train,
-         "several training corpora, each {src, tgt, weight}, instead of train_src/train_tgt");
+         "several training corpora, each {src, tgt, weight, tag}, instead of train_src/train_tgt");
   v("train_store", c.train_store,
     "a token store made by nmt prepare to train on instead of the text files (\"\" = none)",
     any<std::string>());

@@ -109,8 +109,10 @@ void check_vocab_memory(const Config& c, int64_t bytes, int64_t lines) {
       static_cast<int64_t>(static_cast<double>(lines) * have / need), c.vocab.max_sentence_length));
 }
 
+// `user_symbols`: pieces kept whole (the corpus tags, on the source side).
 SentencePiece train_one(const Config& c, const std::vector<std::string>& files,
-                        const std::string& name, int threads) {
+                        const std::string& name, int threads,
+                        const std::vector<std::string>& user_symbols) {
   Reservoir sample(c.vocab.input_sentence_size);
   std::string line;
   for (const auto& path : files) {
@@ -134,6 +136,7 @@ SentencePiece train_one(const Config& c, const std::vector<std::string>& files,
   o.input_sentence_size = std::max<int64_t>(c.vocab.input_sentence_size, kSpmSentenceLimit);
   o.max_sentence_length = std::max(c.vocab.max_sentence_length, o.max_sentence_length);
   o.threads = threads;
+  o.user_symbols = user_symbols;
   return SentencePiece::train(text, o);
 }
 
@@ -150,7 +153,9 @@ constexpr size_t kChunkPairs = 4096;
 // Worker threads that encode chunks; results come back by sequence number.
 class Encoders {
  public:
-  Encoders(const Vocabs& vocabs, bool hash, int threads) : vocabs_(vocabs), hash_(hash) {
+  // tag_id >= 0: the corpus's tag, put before every source sentence's ids.
+  Encoders(const Vocabs& vocabs, bool hash, int threads, int tag_id)
+      : vocabs_(vocabs), hash_(hash), tag_id_(tag_id) {
     for (int t = 0; t < std::max(1, threads); ++t) workers_.emplace_back([this] { work(); });
   }
   ~Encoders() {
@@ -214,8 +219,12 @@ class Encoders {
       }
       c.x[i] = vocabs_.src.encode(a);
       c.y[i] = vocabs_.tgt.encode(b);
+      // An empty side stays empty, so the filter still drops it.
+      if (tag_id_ >= 0 && !c.x[i].empty()) c.x[i].insert(c.x[i].begin(), tag_id_);
       if (hash_) {
         Hash64 h;
+        // A tagged pair is not a duplicate of the same text untagged.
+        if (tag_id_ >= 0) h.update(std::to_string(tag_id_) + '\0');
         h.update(a);
         h.update(std::string_view("\0", 1));
         h.update(b);
@@ -226,6 +235,7 @@ class Encoders {
 
   const Vocabs& vocabs_;
   const bool hash_;
+  const int tag_id_;
   std::mutex mutex_;
   std::condition_variable more_, done_cv_;
   std::deque<std::pair<int64_t, std::unique_ptr<Chunk>>> todo_;
@@ -367,16 +377,17 @@ struct Filters {
   }
 };
 
-// Encodes one corpus into `out`; returns its header entry.
-StoreInput encode_corpus_file(const CorpusConfig& corpus, const Vocabs& vocabs, Filters& filters,
-                        int threads, StoreWriter& out, CorpusStats& total) {
+// Encodes one corpus into `out`, each source after tag_id when it is >= 0; returns its header
+// entry.
+StoreInput encode_corpus_file(const CorpusConfig& corpus, int tag_id, const Vocabs& vocabs,
+                              Filters& filters, int threads, StoreWriter& out, CorpusStats& total) {
   const int64_t begin = out.pairs();
   FileStamp src_stamp = stat_file(absolute_path(corpus.src));
   FileStamp tgt_stamp = stat_file(absolute_path(corpus.tgt));
   LineReader src(corpus.src), tgt(corpus.tgt);
   CorpusStats s;
   {
-    Encoders encoders(vocabs, filters.dedup, threads);
+    Encoders encoders(vocabs, filters.dedup, threads, tag_id);
     const int64_t in_flight = 2 * std::max(1, threads) + 2;
     int64_t submitted = 0, written = 0;
     bool more = true;
@@ -405,7 +416,24 @@ StoreInput encode_corpus_file(const CorpusConfig& corpus, const Vocabs& vocabs, 
       "prepared {}: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8, "
       "{} over max_len_ratio, {} duplicates",
       corpus.src, s.total, s.kept, s.empty, s.too_long, s.invalid_utf8, s.ratio, s.duplicate);
-  return {src_stamp, tgt_stamp, begin, out.pairs(), s};
+  return {src_stamp, tgt_stamp, begin, out.pairs(), s, corpus.tag};
+}
+
+// Each corpus's tag as a piece id of the source vocabulary (-1: untagged). Throws Error naming
+// the key when a tag is not one piece of it.
+std::vector<int> corpus_tag_ids(const TrainingData& t, const SentencePiece& src) {
+  std::vector<int> ids;
+  for (size_t i = 0; i < t.corpora.size(); ++i) {
+    const std::string& tag = t.corpora[i].tag;
+    const std::optional<int> id = tag_piece(src, tag);
+    if (!tag.empty() && !id)
+      throw Error(t.key(i, "tag") + ": \"" + tag +
+                  "\" is not one piece of the source vocabulary (a trained vocabulary has it; a "
+                  "given vocab.model or vocab.src_model must hold it too)");
+    if (id) spdlog::info("{}: tag {} is piece {}", t.corpora[i].src, tag, *id);
+    ids.push_back(id ? *id : -1);
+  }
+  return ids;
 }
 
 }  // namespace
@@ -426,15 +454,17 @@ Vocabs train_vocabs(const Config& c, int threads) {
     both.push_back(k.src);
     both.push_back(k.tgt);
   }
+  // The tags are source pieces: in the joint vocabulary, or the source one.
+  const std::vector<std::string> tags = c.data.training.tags();
   if (c.vocab.joint) {
-    auto sp = c.vocab.model.empty() ? train_one(c, both, "spm.model", threads)
+    auto sp = c.vocab.model.empty() ? train_one(c, both, "spm.model", threads, tags)
                                     : SentencePiece::from_file(c.vocab.model);
     return Vocabs{sp, sp, true};
   }
   // Each side from its file when the config names one, else trained.
-  return Vocabs{c.vocab.src_model.empty() ? train_one(c, src, "spm.src.model", threads)
+  return Vocabs{c.vocab.src_model.empty() ? train_one(c, src, "spm.src.model", threads, tags)
                                           : SentencePiece::from_file(c.vocab.src_model),
-                c.vocab.tgt_model.empty() ? train_one(c, tgt, "spm.tgt.model", threads)
+                c.vocab.tgt_model.empty() ? train_one(c, tgt, "spm.tgt.model", threads, {})
                                           : SentencePiece::from_file(c.vocab.tgt_model),
                 false};
 }
@@ -494,7 +524,7 @@ StoreHeader make_header(const Config& c, const Vocabs& vocabs, bool trained,
   h.tgt_vocab_hash = vocab_hash(vocabs.tgt);
   h.src_vocab_size = vocabs.src.size();
   h.tgt_vocab_size = vocabs.tgt.size();
-  if (trained) h.trained = VocabTraining::of(c.vocab);
+  if (trained) h.trained = VocabTraining::of(c);
   h.filters = StoreFilters::of(c.data);
   h.checksums = out.checksums();
   return h;
@@ -519,8 +549,10 @@ void prepare_store(const Config& c, const Vocabs* given, const std::string& dir,
     CorpusStats total;
     std::vector<StoreInput> inputs;
     const auto& corpora = c.data.training.corpora;
-    for (const auto& corpus : corpora)
-      inputs.push_back(encode_corpus_file(corpus, vocabs, filters, threads, out, total));
+    const std::vector<int> tag_ids = corpus_tag_ids(c.data.training, vocabs.src);
+    for (size_t i = 0; i < corpora.size(); ++i)
+      inputs.push_back(
+          encode_corpus_file(corpora[i], tag_ids[i], vocabs, filters, threads, out, total));
     out.finish();
     if (out.pairs() == 0) throw Error("no training pairs left after filtering " + corpora[0].src);
     write_vocabs(tmp, vocabs);
@@ -544,9 +576,15 @@ void prepare_store(const Config& c, const Vocabs* given, const std::string& dir,
 
 std::string store_key(const Config& c) {
   json inputs = json::array();
-  for (const auto& [src, tgt] : input_paths(c)) inputs.push_back({{"src", src}, {"tgt", tgt}});
+  const auto paths = input_paths(c);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    inputs.push_back({{"src", paths[i].first}, {"tgt", paths[i].second}});
+    // Only when tagged: untagged configs keep the key their stores have.
+    const std::string& tag = c.data.training.corpora[i].tag;
+    if (!tag.empty()) inputs.back()["tag"] = tag;
+  }
   const StoreFilters f = StoreFilters::of(c.data);
-  const VocabTraining v = VocabTraining::of(c.vocab);
+  const VocabTraining v = VocabTraining::of(c);
   const json recipe = {
       {"inputs", inputs},
       {"filters", {{"max_len", f.max_len}, {"max_len_ratio", f.max_len_ratio}, {"dedup", f.dedup}}},
@@ -572,13 +610,17 @@ StoreMismatch store_mismatch(const TokenStore& store, const Config& c, const Voc
     if (h.inputs[i].tgt.path != want[i].second)
       return {Kind::kCorpora,
               "it was made from " + h.inputs[i].tgt.path + ", not " + want[i].second};
+    const std::string& tag = c.data.training.corpora[i].tag;
+    if (h.inputs[i].tag != tag)
+      return {Kind::kCorpora, "its corpus " + want[i].first + " has tag \"" + h.inputs[i].tag +
+                                  "\", the config gives \"" + tag + "\""};
   }
   if (!(h.filters == StoreFilters::of(c.data)))
     return {Kind::kFilters, "it was filtered with " + h.filters.describe() +
                                 ", the config asks for " + StoreFilters::of(c.data).describe()};
   if (vocabs != nullptr) {
     if (auto why = store.vocab_mismatch(*vocabs)) return {Kind::kVocabulary, *why};
-  } else if (!h.trained || !(*h.trained == VocabTraining::of(c.vocab))) {
+  } else if (!h.trained || !(*h.trained == VocabTraining::of(c))) {
     return {Kind::kVocabulary, "its vocabulary was not trained with this config's vocab section"};
   }
   for (const auto& input : h.inputs)

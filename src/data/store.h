@@ -1,8 +1,8 @@
 // The token store: a training corpus encoded once, on disk, read through a read-only mapping.
 //
 // A store is a directory:
-//   header.json   format and version, the vocabulary's hash and size, each input's size, mtime
-//                 and content hash, the filters and what each dropped, the pair counts, and
+//   header.json   format and version, the vocabulary's hash and size, each input's size, mtime,
+//                 content hash and tag, the filters and what each dropped, the pair counts, and
 //                 a checksum of each file below (store_header.h)
 //   tokens.bin    the ids of every kept pair, source then target, pair after pair (uint16 when
 //                 the vocabulary has at most 65536 pieces, else uint32; little-endian)

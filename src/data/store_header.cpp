@@ -43,7 +43,8 @@ std::optional<std::string> file_change(const FileStamp& stamp) {
   return stamp.path + " changed: same size, other content (modified since)";
 }
 
-VocabTraining VocabTraining::of(const VocabConfig& v) {
+VocabTraining VocabTraining::of(const Config& c) {
+  const VocabConfig& v = c.vocab;
   VocabTraining t;
   t.joint = v.joint;
   t.size = v.size;
@@ -53,6 +54,7 @@ VocabTraining VocabTraining::of(const VocabConfig& v) {
   t.max_sentence_length = v.max_sentence_length;
   t.src_model = v.src_model;
   t.tgt_model = v.tgt_model;
+  t.tags = c.data.training.tags();
   return t;
 }
 
@@ -61,7 +63,7 @@ bool VocabTraining::operator==(const VocabTraining& o) const {
          character_coverage == o.character_coverage &&
          input_sentence_size == o.input_sentence_size &&
          max_sentence_length == o.max_sentence_length && src_model == o.src_model &&
-         tgt_model == o.tgt_model;
+         tgt_model == o.tgt_model && tags == o.tags;
 }
 
 StoreFilters StoreFilters::of(const DataConfig& d) { return {d.max_len, d.max_len_ratio, d.dedup}; }
@@ -109,6 +111,7 @@ json training_json(const VocabTraining& t) {
             {"src_model", t.src_model},
             {"tgt_model", t.tgt_model}};
   if (t.max_sentence_length > 0) j["max_sentence_length"] = t.max_sentence_length;
+  if (!t.tags.empty()) j["tags"] = t.tags;
   return j;
 }
 
@@ -122,6 +125,7 @@ VocabTraining training_from(const json& j) {
   t.max_sentence_length = j.value("max_sentence_length", int64_t{0});
   t.src_model = j.at("src_model").get<std::string>();
   t.tgt_model = j.at("tgt_model").get<std::string>();
+  t.tags = j.value("tags", std::vector<std::string>{});
   return t;
 }
 
@@ -154,11 +158,13 @@ std::string StoreFilters::describe() const { return filters_json(*this).dump(); 
 
 json StoreHeader::to_json() const {
   json inputs_json = json::array();
-  for (const auto& in : inputs)
+  for (const auto& in : inputs) {
     inputs_json.push_back({{"src", stamp_json(in.src)},
                            {"tgt", stamp_json(in.tgt)},
                            {"pairs", {in.begin, in.end}},
                            {"counts", stats_json(in.counts)}});
+    if (!in.tag.empty()) inputs_json.back()["tag"] = in.tag;
+  }
   json j = {{"format", "nmt token store"},
             {"version", version},
             {"pairs", pairs},
@@ -196,7 +202,7 @@ StoreHeader StoreHeader::from_json(const json& j, const std::string& origin) {
       const json& range = in.at("pairs");
       h.inputs.push_back({stamp_from(in.at("src")), stamp_from(in.at("tgt")),
                           range.at(0).get<int64_t>(), range.at(1).get<int64_t>(),
-                          stats_from(in.at("counts"))});
+                          stats_from(in.at("counts")), in.value("tag", std::string())});
     }
     h.counts = stats_from(j.at("counts"));
     if (h.version >= 2) h.checksums = j.at("checksums").get<std::map<std::string, std::string>>();

@@ -3,7 +3,9 @@
 //
 // Version 2 (written now) adds the vocabulary sizes and an XXH3-64 checksum of each data file;
 // version 1 stores (without them) still open: their ids are checked against the vocabulary they
-// carry, their bytes are not checksummed.
+// carry, their bytes are not checksummed. Corpus tags (data.train[i].tag) are optional keys of
+// version 2, written only when a corpus has one: a store without tags keeps its bytes, and
+// older readers of version 2 ignore them.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -48,7 +50,8 @@ struct VocabTraining {
   int64_t input_sentence_size = 0;
   int64_t max_sentence_length = 0;  // 0: a version 1 store (SentencePiece's 4192)
   std::string src_model, tgt_model;
-  static VocabTraining of(const VocabConfig& v);
+  std::vector<std::string> tags;  // user-defined pieces of the source side (data.train's tags)
+  static VocabTraining of(const Config& c);
   bool operator==(const VocabTraining& o) const;
 };
 
@@ -69,6 +72,7 @@ struct StoreInput {
   FileStamp src, tgt;
   int64_t begin = 0, end = 0;  // pairs [begin, end) of the store
   CorpusStats counts;
+  std::string tag;  // its data.train tag, whose id starts each source sentence ("" = none)
 };
 
 struct StoreHeader {

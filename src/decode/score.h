@@ -21,6 +21,7 @@ struct ScoreOptions {
   bool normalize = false;                  // divide by the target's pieces + 1 (EOS)
   Precision precision = Precision::kFp32;  // bf16/fp16: autocast, as translate
   int64_t chunk_lines = 10000;             // pairs read, scored and written at a time
+  int64_t source_prefix_id = -1;           // a tag's id before every source (-1 = none)
 };
 
 struct ScoreStats {

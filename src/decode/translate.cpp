@@ -109,18 +109,20 @@ void check_attention_options(Scorer& scorer, const TranslateOptions& options) {
                 " heads (0-based)");
 }
 
-// Each line's source ids with EOS (cut to the model's limit), and the lines to translate (not
-// empty), shortest first.
+// Each line's source ids with EOS, after prefix_id when it is >= 0 (cut to the model's limit),
+// and the lines to translate (not empty), shortest first.
 std::vector<size_t> encode_lines(Scorer& scorer, const Vocabs& vocabs,
-                                 const std::vector<std::string>& lines,
+                                 const std::vector<std::string>& lines, int64_t prefix_id,
                                  std::vector<std::vector<int64_t>>& ids, TranslateStats& s) {
-  const int64_t max_src = scorer.max_positions() - 1;  // room for EOS
+  const int64_t prefix = prefix_id >= 0 ? 1 : 0;
+  const int64_t max_src = scorer.max_positions() - 1 - prefix;  // room for EOS and the prefix
   ids.assign(lines.size(), {});
   std::vector<size_t> todo;
   LineFixes fixes;
   for (size_t i = 0; i < lines.size(); ++i) {
     ids[i] = encode_line(vocabs.src, lines[i], max_src, fixes);
     if (ids[i].empty()) continue;
+    if (prefix > 0) ids[i].insert(ids[i].begin(), prefix_id);
     ids[i].push_back(kEosId);
     todo.push_back(i);
   }
@@ -188,7 +190,8 @@ std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
   TranslateStats s;
   s.lines = static_cast<int64_t>(lines.size());
   std::vector<std::vector<int64_t>> ids;
-  const std::vector<size_t> todo = encode_lines(scorer, vocabs, lines, ids, s);
+  const std::vector<size_t> todo =
+      encode_lines(scorer, vocabs, lines, options.source_prefix_id, ids, s);
   // Beams (or samples) multiply the rows a batch decodes, so the budget covers all of them.
   std::vector<int64_t> widths;
   for (const size_t i : todo) widths.push_back(static_cast<int64_t>(ids[i].size()));

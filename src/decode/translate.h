@@ -31,6 +31,9 @@ struct TranslateOptions {
   // Side by side only when a chunk has at least this many batches per worker: with fewer, the
   // longest batch leaves the other threads idle at the end.
   int64_t min_batches_per_worker = 1;
+  // A piece id put before every non-empty source line's ids (--tag; -1 = none). It counts
+  // toward the model's input limit.
+  int64_t source_prefix_id = -1;
 };
 
 struct Translation {
@@ -69,6 +72,7 @@ struct DecodeOptions {
   int threads = 1;                       // LibTorch's CPU threads
   bool int8 = false;                     // int8 output projection (CPU only)
   std::vector<double> ensemble_weights;  // one per model; empty: equal
+  std::string tag;  // --tag: a source piece to start every line with ("" = none)
   TranslateOptions translate;
 };
 

@@ -12,7 +12,7 @@
 namespace nmt {
 
 EvalSet make_eval_set(std::vector<std::string> src, std::vector<std::string> ref,
-                      const Vocabs& vocabs, int64_t max_positions) {
+                      const Vocabs& vocabs, int64_t max_positions, int64_t source_prefix_id) {
   if (src.size() != ref.size())
     throw Error("the source has " + std::to_string(src.size()) + " lines but the references " +
                 std::to_string(ref.size()) + ": nothing is scored against the wrong line");
@@ -22,6 +22,12 @@ EvalSet make_eval_set(std::vector<std::string> src, std::vector<std::string> ref
   // Room for EOS (source) and BOS (target input).
   set.pairs =
       encode_corpus(set.src, set.ref, vocabs.src, vocabs.tgt, max_positions - 1, true, &set.stats);
+  // The loss sees the source the translations see: the tag first, within the limit.
+  if (source_prefix_id >= 0)
+    for (auto& x : set.pairs.src) {
+      x.insert(x.begin(), static_cast<int>(source_prefix_id));
+      if (static_cast<int64_t>(x.size()) > max_positions - 1) x.pop_back();
+    }
   return set;
 }
 
@@ -141,8 +147,8 @@ FileEval evaluate_files(Scorer& scorer, const Vocabs& vocabs, const std::string&
   AlignedChunks chunks(src, "--src " + src, ref, "--ref " + ref);
   std::vector<std::string> src_lines, ref_lines;
   while (chunks.next(chunk_lines, src_lines, ref_lines)) {
-    const EvalSet set =
-        make_eval_set(std::move(src_lines), std::move(ref_lines), vocabs, scorer.max_positions());
+    const EvalSet set = make_eval_set(std::move(src_lines), std::move(ref_lines), vocabs,
+                                      scorer.max_positions(), options.source_prefix_id);
     const EvalResult r = evaluate(scorer, vocabs, set, options, loss_batch_tokens);
     for (size_t i = 0; i < r.hyps.size(); ++i) {
       bleu.add(r.hyps[i], set.ref[i]);

@@ -26,10 +26,11 @@ struct EvalSet {
   bool empty() const { return src.empty(); }
 };
 
-// Encodes the pairs for a model taking max_positions positions. Throws Error when the line
-// counts differ: nothing is scored against the wrong line.
+// Encodes the pairs for a model taking max_positions positions, each source after
+// source_prefix_id when it is >= 0 (a tag, as translate_lines puts it). Throws Error when the
+// line counts differ: nothing is scored against the wrong line.
 EvalSet make_eval_set(std::vector<std::string> src, std::vector<std::string> ref,
-                      const Vocabs& vocabs, int64_t max_positions);
+                      const Vocabs& vocabs, int64_t max_positions, int64_t source_prefix_id = -1);
 
 struct CorpusLoss {
   double nll_per_token = 0;  // mean negative log-likelihood per target token (EOS included)

@@ -28,6 +28,7 @@ struct Shim {
   int (*encode)(const void*, const char*, size_t, int**, size_t*);
   int (*decode)(const void*, const int*, size_t, char**, size_t*);
   int (*id_to_piece)(const void*, int, char**, size_t*);
+  int (*piece_to_id)(const void*, const char*, size_t);
   int (*train)(const char*, const char*, size_t, char**, size_t*);
 };
 
@@ -131,6 +132,7 @@ const Shim& shim() {
         resolve(lib, "nmt_spm_encode", s.encode, path);
         resolve(lib, "nmt_spm_decode", s.decode, path);
         resolve(lib, "nmt_spm_id_to_piece", s.id_to_piece, path);
+        resolve(lib, "nmt_spm_piece_to_id", s.piece_to_id, path);
         resolve(lib, "nmt_spm_train", s.train, path);
         return;
       } catch (const Error& e) {
@@ -192,6 +194,9 @@ SentencePiece SentencePiece::train(std::string_view text, const SpmTrainOptions&
   // file, and models trained as before keep their bytes.
   if (o.max_sentence_length != SpmTrainOptions{}.max_sentence_length)
     options << "\nmax_sentence_length=" << o.max_sentence_length;
+  // Only when there are some, for the same reason; SentencePiece splits the list at commas.
+  for (size_t i = 0; i < o.user_symbols.size(); ++i)
+    options << (i == 0 ? "\nuser_defined_symbols=" : ",") << o.user_symbols[i];
   const Shim& s = shim();
   char* model = nullptr;
   size_t len = 0;
@@ -218,6 +223,12 @@ std::string SentencePiece::decode(const std::vector<int>& ids) const {
   if (shim().decode(handle_.get(), ids.data(), ids.size(), &text, &len) != 0)
     throw Error("SentencePiece decode failed: " + std::string(shim().last_error()));
   return take_string(text, len);
+}
+
+int SentencePiece::piece_to_id(std::string_view piece) const {
+  const int id = shim().piece_to_id(handle_.get(), piece.data(), piece.size());
+  if (id < 0) throw Error("SentencePiece piece lookup failed: " + std::string(shim().last_error()));
+  return id;
 }
 
 std::string SentencePiece::piece(int id) const {

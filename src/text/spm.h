@@ -21,6 +21,8 @@ struct SpmTrainOptions {
   int64_t input_sentence_size = 2000000;
   int64_t max_sentence_length = 4192;  // bytes: SentencePiece skips longer sentences
   int threads = 1;
+  // Pieces kept whole wherever they occur (SentencePiece's user_defined_symbols): corpus tags.
+  std::vector<std::string> user_symbols;
 };
 
 class SentencePiece {
@@ -36,6 +38,8 @@ class SentencePiece {
   std::vector<int> encode(std::string_view text) const;
   std::string decode(const std::vector<int>& ids) const;
   std::string piece(int id) const;
+  // The id of a piece; kUnkId when the vocabulary lacks it.
+  int piece_to_id(std::string_view piece) const;
   int size() const { return size_; }
   // The serialized model, to store in checkpoints.
   const std::string& bytes() const { return bytes_; }

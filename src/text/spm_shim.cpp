@@ -120,6 +120,16 @@ NMT_SPM_API int nmt_spm_id_to_piece(const void* handle, int id, char** text, siz
   }
 }
 
+// The piece's id (unk_id for a piece the model lacks), or -1 on failure.
+NMT_SPM_API int nmt_spm_piece_to_id(const void* handle, const char* piece, size_t len) {
+  try {
+    const auto* sp = static_cast<const sentencepiece::SentencePieceProcessor*>(handle);
+    return sp->PieceToId(absl::string_view(piece, len));
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
 namespace {
 // The training sentences from one '\n'-separated buffer, so nothing goes through a file. The
 // buffer is the caller's, alive for the whole call: no copy of the sample is made here.

@@ -34,4 +34,12 @@ std::optional<Vocabs> named_vocabs(const VocabConfig& v) {
   return std::nullopt;
 }
 
+std::optional<int> tag_piece(const SentencePiece& sp, const std::string& tag) {
+  if (tag.empty()) return std::nullopt;
+  const int id = sp.piece_to_id(tag);
+  // Unknown pieces come back as <unk>; pad, bos and eos are the other specials.
+  if (id <= kEosId) return std::nullopt;
+  return id;
+}
+
 }  // namespace nmt

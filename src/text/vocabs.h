@@ -24,4 +24,8 @@ void write_vocabs(const std::string& dir, const Vocabs& vocabs);
 // vocab.tgt_model), or none when one is to be trained.
 std::optional<Vocabs> named_vocabs(const VocabConfig& v);
 
+// The id of a corpus tag (data.train[i].tag, --tag) as one piece of `sp`, or nullopt when `sp`
+// lacks it: the special pieces (<unk>, <s>, ...) are no tags.
+std::optional<int> tag_piece(const SentencePiece& sp, const std::string& tag);
+
 }  // namespace nmt

@@ -17,7 +17,10 @@ namespace {
 // a reset of the part it touches.
 std::string corpora_json(const std::vector<CorpusConfig>& corpora) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& k : corpora) out.push_back({k.src, k.tgt, k.weight});
+  for (const auto& k : corpora) {
+    out.push_back({k.src, k.tgt, k.weight});
+    if (!k.tag.empty()) out.back().push_back(k.tag);
+  }
   return out.dump();
 }
 
@@ -67,6 +70,19 @@ void log_corpus(const char* name, const CorpusStats& s) {
       "{} data: {} pairs read, {} kept; dropped {} empty, {} over max_len, {} invalid UTF-8, {} "
       "over max_len_ratio, {} duplicates",
       name, s.total, s.kept, s.empty, s.too_long, s.invalid_utf8, s.ratio, s.duplicate);
+}
+
+// A store's tags are fixed when it is prepared: a tag data.train gives beside data.train_store
+// must be the one the store's corpus has (entries without one only weigh the corpora).
+void check_store_tags(const TrainingData& t, const StoreHeader& h) {
+  for (size_t i = 0; i < t.corpora.size() && i < h.inputs.size(); ++i) {
+    const std::string& tag = t.corpora[i].tag;
+    if (!tag.empty() && tag != h.inputs[i].tag)
+      throw Error(t.key(i, "tag") + ": \"" + tag + "\", but corpus " + std::to_string(i) +
+                  " of the store " + t.store + " has " +
+                  (h.inputs[i].tag.empty() ? "no tag" : "tag \"" + h.inputs[i].tag + "\"") +
+                  "; prepare the store with the tag (nmt prepare)");
+  }
 }
 
 // The vocabularies fixed before the data is looked at: the checkpoint's, or the config's files.
@@ -170,6 +186,7 @@ void prepare_main(const Config& config, const TrainOptions& options, RunSetup& r
     if (fixed)
       if (auto why = run.store->vocab_mismatch(*fixed))
         throw Error("data.train_store: " + dir + " cannot be used: " + *why);
+    check_store_tags(config.data.training, run.store->header());
   } else if (config.data.cache_dir.empty()) {
     run.store = ready_store(config, options, fixed, run.resume_from.has_value(), dir);
   } else {
