@@ -142,12 +142,24 @@ train() {
   fi
 }
 
-# Writes NAME's config and trains it: RECIPE STEPS SEED CORPUS...
+# NAME.test.json: BLEU and chrF2 of test_2016_flickr, beam 5, as nmt eval --json prints them.
+evaluate() {  # NAME CHECKPOINT...
+  local name="$1"
+  shift
+  local args=()
+  for c in "$@"; do args+=(--checkpoint "$c"); done
+  "$NMT" eval "${args[@]}" --threads "$THREADS" --src "$D/test_2016_flickr.en" \
+    --ref "$D/test_2016_flickr.de" --json >"$WORK/$name.test.json"
+}
+
+# Writes NAME's config, trains it and scores it on test (a table row's figures as soon as they
+# exist): RECIPE STEPS SEED CORPUS...
 run_once() {
   local name="$1" recipe="$2" steps="$3" seed="$4"
   shift 4
   write_config "$recipe" "$WORK/$name.json" "$steps" "$seed" "$@"
   once "$name" train "$name"
+  [[ $name == de_en ]] || once "$name.eval" evaluate "$name" "$WORK/$name"
 }
 
 EN_DE=configs/multi30k_en_de.json
@@ -186,20 +198,13 @@ run_once bt-tagged $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/bt-$BT_BEST.en|
 # 3. Distillation.
 run_once teacher-seed1 $EN_DE "$TEACHER_STEPS" 1 "$D/train.en|$D/train.de"
 run_once teacher-seed2 $EN_DE "$TEACHER_STEPS" 2 "$D/train.en|$D/train.de"
+once teacher.eval evaluate teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
 once distill.translate translate_job "$D/train.distilled.de" --checkpoint "$WORK/teacher-seed1" \
   "$WORK/teacher-seed2" --input "$D/train.en" --beam 5
 run_once student-real $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.de"
 run_once student-distilled $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.distilled.de"
 
 # 4. Scores on test_2016_flickr and speeds.
-evaluate() {  # NAME CHECKPOINT...
-  local name="$1"
-  shift
-  local args=()
-  for c in "$@"; do args+=(--checkpoint "$c"); done
-  "$NMT" eval "${args[@]}" --threads "$THREADS" --src "$D/test_2016_flickr.en" \
-    --ref "$D/test_2016_flickr.de" --json >"$WORK/$name.test.json"
-}
 # Sentences/s of beam 5 over test_2016_flickr (1,000 lines): the better of two runs.
 speed() {  # NAME CHECKPOINT...
   local name="$1"
@@ -219,7 +224,6 @@ for name in baseline bt-beam bt-sampling bt-tagged topline teacher-seed1 teacher
   student-real student-distilled; do
   once "$name.eval" evaluate "$name" "$WORK/$name"
 done
-once teacher.eval evaluate teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
 for name in teacher-seed1 student-real student-distilled; do
   once "$name.speed" speed "$name" "$WORK/$name"
 done
