@@ -20,10 +20,10 @@ struct LineFixes {
   int64_t replaced_bytes = 0;  // invalid UTF-8 / NUL bytes replaced with U+FFFD
 };
 
-// The pieces of one line (invalid UTF-8 and NUL bytes replaced, at most max_pieces pieces), as
-// int64 ids; empty for a blank line.
-std::vector<int64_t> encode_line(const SentencePiece& spm, const std::string& line, int64_t max_pieces,
-                                 LineFixes& fixes);
+// The pieces of one line (invalid UTF-8 and NUL bytes replaced), as int64 ids after prefix_id
+// when it is >= 0 (a tag), at most max_ids ids in all; empty for a blank line.
+std::vector<int64_t> encode_line(const SentencePiece& spm, const std::string& line,
+                                 int64_t max_ids, LineFixes& fixes, int64_t prefix_id = -1);
 
 // [start, end) ranges of rows sorted by width (ascending, so a batch's last row sets its width)
 // whose padded cells, rows x width, stay within the budget (a row wider than it goes alone).

@@ -25,16 +25,15 @@ uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// Drops, per row, the tokens outside the fewest most likely ones whose probabilities reach p
-// (the most likely token always stays). Ties keep vocabulary order (a stable sort).
-torch::Tensor nucleus(const torch::Tensor& logp, double p) {
+// Per row, the tokens outside the fewest most likely ones whose probabilities reach p (the most
+// likely token always stays), as a mask. Ties keep vocabulary order (a stable sort).
+torch::Tensor outside_nucleus(const torch::Tensor& logp, double p) {
   const auto [sorted, order] = logp.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true);
   const auto probs = sorted.exp().to(torch::kDouble);
   // The mass before each token: a token is kept while the tokens above it hold less than p.
   const auto before = probs.cumsum(1) - probs;
   const auto drop_sorted = before.ge(p);
-  const auto drop = torch::zeros_like(drop_sorted).scatter(1, order, drop_sorted);
-  return logp.masked_fill(drop, -std::numeric_limits<float>::infinity());
+  return torch::zeros_like(drop_sorted).scatter(1, order, drop_sorted);
 }
 
 }  // namespace
@@ -77,8 +76,8 @@ std::pair<torch::Tensor, torch::Tensor> sample_tokens(const torch::Tensor& score
   }
   if (options.top_p < 1.0) {
     // The nucleus of the distribution the temperature makes.
-    auto tempered = torch::log_softmax(logp / options.temperature, 1);
-    logp = logp.masked_fill(nucleus(tempered, options.top_p).isinf(), kNegInf);
+    const auto tempered = torch::log_softmax(logp / options.temperature, 1);
+    logp = logp.masked_fill(outside_nucleus(tempered, options.top_p), kNegInf);
   }
   const auto keys = logp / options.temperature + noise.to(logp.device());
   const auto tokens = keys.argmax(1);

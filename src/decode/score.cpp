@@ -45,12 +45,10 @@ std::vector<double> score_pairs(Scorer& scorer, const Vocabs& vocabs,
     throw Error("score_pairs: " + std::to_string(src.size()) + " sources and " +
                 std::to_string(tgt.size()) + " targets");
   const int64_t max_len = scorer.max_positions() - 1;  // room for EOS or BOS
-  const bool tagged = options.source_prefix_id >= 0;
   LineFixes fixes;
   std::vector<std::vector<int64_t>> src_ids(src.size()), tgt_ids(tgt.size());
   for (size_t i = 0; i < src.size(); ++i) {
-    src_ids[i] = encode_line(vocabs.src, src[i], max_len - (tagged ? 1 : 0), fixes);
-    if (tagged) src_ids[i].insert(src_ids[i].begin(), options.source_prefix_id);
+    src_ids[i] = encode_line(vocabs.src, src[i], max_len, fixes, options.source_prefix_id);
     src_ids[i].push_back(kEosId);
     tgt_ids[i] = encode_line(vocabs.tgt, tgt[i], max_len, fixes);
   }

@@ -114,15 +114,13 @@ void check_attention_options(Scorer& scorer, const TranslateOptions& options) {
 std::vector<size_t> encode_lines(Scorer& scorer, const Vocabs& vocabs,
                                  const std::vector<std::string>& lines, int64_t prefix_id,
                                  std::vector<std::vector<int64_t>>& ids, TranslateStats& s) {
-  const int64_t prefix = prefix_id >= 0 ? 1 : 0;
-  const int64_t max_src = scorer.max_positions() - 1 - prefix;  // room for EOS and the prefix
+  const int64_t max_src = scorer.max_positions() - 1;  // room for EOS
   ids.assign(lines.size(), {});
   std::vector<size_t> todo;
   LineFixes fixes;
   for (size_t i = 0; i < lines.size(); ++i) {
-    ids[i] = encode_line(vocabs.src, lines[i], max_src, fixes);
+    ids[i] = encode_line(vocabs.src, lines[i], max_src, fixes, prefix_id);
     if (ids[i].empty()) continue;
-    if (prefix > 0) ids[i].insert(ids[i].begin(), prefix_id);
     ids[i].push_back(kEosId);
     todo.push_back(i);
   }
@@ -132,10 +130,6 @@ std::vector<size_t> encode_lines(Scorer& scorer, const Vocabs& vocabs,
                    [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });
   return todo;
 }
-
-}  // namespace
-
-namespace {
 
 // The results of one batch, written into `out`; returns the best hypotheses' output tokens.
 int64_t translate_batch(Scorer& scorer, const Vocabs& vocabs,
