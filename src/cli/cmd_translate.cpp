@@ -38,6 +38,8 @@ struct TranslateArgs {
   std::string attention_out;
   int64_t attention_layer = -1;
   int64_t attention_head = -1;
+  std::string alignment;  // "" (none), hard or soft
+  int64_t alignment_layer = -1;
   int64_t chunk_lines = 1000;
   SamplingOptions sampling;
   bool progress = false;
@@ -71,6 +73,11 @@ DecodeRequest translate_request(const TranslateArgs& args) {
   options.translate.attention = !args.attention_out.empty();
   options.translate.attention_layer = args.attention_layer;
   options.translate.attention_head = args.attention_head;
+  if (!args.alignment.empty()) options.translate.alignment = parse_alignment_mode(args.alignment);
+  if (args.alignment_layer < -1) throw Error("--alignment-layer must be >= 0");
+  options.translate.alignment_layer = args.alignment_layer;
+  if (args.sampling.enabled && !args.decode.constraints.empty())
+    throw Error("--constraints needs beam search: drop --sampling");
   return request;
 }
 
@@ -239,6 +246,14 @@ void add_translate_command(CLI::App& app) {
                   "Decoder layer for --attention-out, 0-based (default: the last)");
   cmd->add_option("--attention-head", args->attention_head,
                   "Head for --attention-out, 0-based (default: mean over heads)");
+  cmd->add_option("--alignment", args->alignment,
+                  "Word alignments from the cross-attention: hard (the default) writes "
+                  "'hypothesis ||| i-j ...' (source word i, hypothesis word j, 0-based); soft "
+                  "writes one JSON object per hypothesis with the word-level matrix")
+      ->expected(0, 1)
+      ->default_str("hard");
+  cmd->add_option("--alignment-layer", args->alignment_layer,
+                  "Decoder layer for --alignment, 0-based (default: the penultimate)");
   cmd->add_option("--chunk-lines", args->chunk_lines,
                   "Lines read, translated and flushed at a time: output starts before the input "
                   "ends (default: 1000)");

@@ -1,5 +1,10 @@
 #include "cli/decode_flags.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <torch/torch.h>
 
 #include <spdlog/spdlog.h>
@@ -43,6 +48,12 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
   cmd->add_option(
       "--quantize", flags.quantize,
       "int8: dynamic int8 quantization of the output projection (CPU; faster, may cost BLEU)");
+  cmd->add_option("--constraints", flags.constraints,
+                  "Target phrases each translation must contain: one line per input line, "
+                  "phrases separated by tabs, an empty line for none (beam search)");
+  cmd->add_option("--avoid", flags.avoid,
+                  "Target phrases no translation may contain: one line per input line, phrases "
+                  "separated by tabs");
 }
 
 namespace {
@@ -63,6 +74,9 @@ DecodeOptions resolve_where(const DecodeFlags& flags) {
   if (flags.beam < 0) throw Error("--beam must be >= 1");
   if (!flags.quantize.empty() && flags.quantize != "int8")
     throw Error("--quantize must be int8, got \"" + flags.quantize + "\"");
+  for (const auto* file : {&flags.constraints, &flags.avoid})
+    if (!file->empty() && *file != "-" && ::access(file->c_str(), R_OK) != 0)
+      throw Error("cannot read " + *file + ": " + std::strerror(errno));
   if (!is_device_name(flags.device))
     throw Error("--device: unknown device \"" + flags.device + "\" (auto, cpu, cuda or cuda:N)");
   DecodeOptions o;
@@ -93,6 +107,10 @@ DecodeOptions decode_options(const DecodeFlags& flags,
   o.translate.precision = precision;
   if (flags.batch_tokens > 0) o.translate.batch_tokens = flags.batch_tokens;
   if (flags.length_penalty >= 0) o.translate.search.length_penalty = flags.length_penalty;
+  o.translate.constraints_file = flags.constraints;
+  o.translate.avoid_file = flags.avoid;
+  if (!flags.constraints.empty() && o.translate.search.beam_size < 2)
+    throw Error("--constraints needs beam search: give --beam 2 or more");
   if (o.device.is_cpu() && parallel != Parallel::kOps) {
     o.translate.batch_workers = o.threads;
     // Measured on Multi30k at 2 threads: beam 5 (17 batches of 1,000 lines) gains from side by

@@ -31,13 +31,16 @@ struct DecodeFlags {
   std::string parallel = "auto";   // CPU threads' work: batches | ops | auto (see --parallel)
   std::vector<double> ensemble_weights;  // one per --checkpoint; empty: equal
   std::string tag;                       // a source piece to start every line with ("" = none)
+  std::string constraints;               // --constraints FILE: phrases each output must contain
+  std::string avoid;                     // --avoid FILE: phrases no output may contain
 };
 
 // Adds what running the models takes: --batch-tokens, --threads, --device, --precision,
 // --ensemble-weights and --tag (what nmt score takes).
 void add_model_flags(CLI::App* cmd, DecodeFlags& flags);
 
-// Adds the model flags and the search's: --beam, --length-penalty, --parallel and --quantize.
+// Adds the model flags and the search's: --beam, --length-penalty, --parallel, --quantize,
+// --constraints and --avoid.
 void add_decode_flags(CLI::App* cmd, DecodeFlags& flags);
 
 // The options the flags ask for. Checks the flags and resolves the device and the precision on

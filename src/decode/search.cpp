@@ -185,17 +185,25 @@ int64_t rows_per_sentence(const SearchOptions& options) {
 
 std::vector<std::vector<Hypothesis>> search(Scorer& scorer, const torch::Tensor& src,
                                             const SearchOptions& options,
-                                            const std::vector<int64_t>& lines) {
+                                            const std::vector<int64_t>& lines,
+                                            const std::vector<SentenceTerms>& terms) {
   if (options.beam_size < 1) throw Error("beam size must be >= 1");
+  if (!terms.empty() && static_cast<int64_t>(terms.size()) != src.size(0))
+    throw Error("search: one entry of terms per sentence expected");
+  const bool constrained = std::any_of(terms.begin(), terms.end(),
+                                       [](const SentenceTerms& t) { return !t.include.empty(); });
   if (options.sampling.enabled) {
     if (options.beam_size != 1) throw Error("sampling draws one token a step: beam size 1");
     if (options.nbest < 1) throw Error("nbest (samples per line) must be >= 1");
-    return sample_search(scorer, src, options, lines);
+    if (constrained) throw Error("constraints need beam search, not sampling");
+    return sample_search(scorer, src, options, lines, terms);
   }
   if (options.nbest < 1 || options.nbest > options.beam_size)
     throw Error("nbest must be between 1 and the beam size " + std::to_string(options.beam_size));
-  return options.beam_size == 1 ? greedy_search(scorer, src, options)
-                                : beam_search(scorer, src, options);
+  if (constrained && options.beam_size < 2)
+    throw Error("constraints need beam search: a beam of 2 or more");
+  return options.beam_size == 1 ? greedy_search(scorer, src, options, terms)
+                                : beam_search(scorer, src, options, terms);
 }
 
 std::vector<std::vector<Hypothesis>> search(Seq2Seq& model, const torch::Tensor& src,
@@ -218,6 +226,67 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Te
 
 namespace {
 
+bool any_avoid(const std::vector<SentenceTerms>& terms) {
+  return std::any_of(terms.begin(), terms.end(),
+                     [](const SentenceTerms& t) { return !t.avoid.empty(); });
+}
+
+// Sets to -inf, in place, the rows `rows` of logits where `mask` [V] is true.
+void mask_rows(torch::Tensor& logits, const std::vector<int64_t>& rows, const torch::Tensor& mask) {
+  if (rows.empty()) return;
+  const auto index = long_tensor(rows, logits.device());
+  auto sub = logits.index_select(0, index);
+  sub.masked_fill_(mask.unsqueeze(0), -std::numeric_limits<float>::infinity());
+  logits.index_copy_(0, index, sub);
+}
+
+// Which pieces continue a word ([V] bool on `device`), from the terms' vocabulary; undefined
+// when no sentence has terms.
+torch::Tensor continues_mask(const std::vector<SentenceTerms>& terms, const torch::Device& device) {
+  for (const auto& t : terms)
+    if (t.pieces != nullptr && !t.empty()) {
+      const auto& c = t.pieces->continues;
+      return torch::tensor(std::vector<uint8_t>(c.begin(), c.end()), torch::kUInt8)
+          .to(torch::kBool)
+          .to(device);
+    }
+  return {};
+}
+
+// Applies the sentences' terms to a step's logits [n, V] in place (-inf): the avoid phrases'
+// last pieces after their other pieces; every token that would end the word, on a row whose
+// output ends with an avoided phrase as a word; every token that would continue the word, on a
+// row that has just completed a phrase to include. terms(r): row r's terms or null; prefix(r):
+// its output so far; just_met(r): whether its last token completed a phrase.
+template <typename Prefix, typename Terms, typename JustMet>
+void apply_terms(torch::Tensor& logits, const torch::Tensor& continues, const Prefix& prefix,
+                 const Terms& terms, const JustMet& just_met) {
+  std::vector<int64_t> rows, tokens, go_on, stop;
+  for (int64_t r = 0; r < logits.size(0); ++r) {
+    const SentenceTerms* t = terms(r);
+    if (t == nullptr || t->empty()) continue;
+    const std::vector<int>& p = prefix(r);
+    for (const int64_t token : blocked_tokens(p, t->avoid)) {
+      rows.push_back(r);
+      tokens.push_back(token);
+    }
+    if (t->pieces != nullptr)
+      for (const auto& text : t->avoid_text)
+        if (ends_with_phrase(p, *t->pieces, text)) {
+          go_on.push_back(r);
+          break;
+        }
+    if (t->pieces != nullptr && just_met(r)) stop.push_back(r);
+  }
+  if (!rows.empty())
+    logits.index_put_({long_tensor(rows, logits.device()), long_tensor(tokens, logits.device())},
+                      -std::numeric_limits<float>::infinity());
+  if (continues.defined()) {
+    mask_rows(logits, go_on, continues.logical_not());
+    mask_rows(logits, stop, continues);
+  }
+}
+
 // Picks each active row's next token from its scores [n, V]: returns the tokens [n] (on the
 // scores' device) and their log-probabilities [n]. rows: each active row's global row
 // (sentence * group + k); step: the output position.
@@ -230,6 +299,7 @@ using Draw = std::function<std::pair<torch::Tensor, torch::Tensor>(
 // ignored meanwhile. Returns `group` hypotheses per sentence, in row order.
 std::vector<std::vector<Hypothesis>> draw_search(Scorer& scorer, const torch::Tensor& src,
                                                  const SearchOptions& options, int64_t group,
+                                                 const std::vector<SentenceTerms>& terms,
                                                  const Draw& draw) {
   torch::InferenceMode guard;
   const int64_t B = src.size(0), N = B * group;
@@ -242,10 +312,18 @@ std::vector<std::vector<Hypothesis>> draw_search(Scorer& scorer, const torch::Te
   std::vector<std::vector<Hypothesis>> out(B, std::vector<Hypothesis>(group));
   std::vector<int64_t> rows(N);  // global row of each active row
   std::iota(rows.begin(), rows.end(), 0);
+  const bool avoiding = any_avoid(terms);
+  const auto continues = avoiding ? continues_mask(terms, device) : torch::Tensor();
   auto input = torch::full({N}, kBosId, torch::dtype(torch::kLong).device(device));
   for (int64_t step = 0; !rows.empty(); ++step) {
     const auto n = static_cast<int64_t>(rows.size());
-    const auto [next, values] = draw(scorer.step(input, *state), rows, step);
+    auto logits = scorer.step(input, *state);
+    if (avoiding)
+      apply_terms(
+          logits, continues, [&](int64_t r) -> const std::vector<int>& { return tokens[rows[r]]; },
+          [&](int64_t r) { return &terms[static_cast<size_t>(rows[r] / group)]; },
+          [](int64_t) { return false; });
+    const auto [next, values] = draw(logits, rows, step);
     const auto [values_h, next_h] = to_host(values, next);
     const auto value_a = values_h.accessor<float, 1>();
     const auto next_a = next_h.accessor<int64_t, 1>();
@@ -288,19 +366,21 @@ std::vector<std::vector<Hypothesis>> draw_search(Scorer& scorer, const torch::Te
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> greedy_search(Scorer& scorer, const torch::Tensor& src,
-                                                   const SearchOptions& options) {
+                                                   const SearchOptions& options,
+                                                   const std::vector<SentenceTerms>& terms) {
   const Draw argmax = [](const torch::Tensor& scores, const std::vector<int64_t>& rows, int64_t) {
     const auto n = static_cast<int64_t>(rows.size());
     const auto top = top_candidates(
         scores, torch::zeros({n}, torch::dtype(torch::kFloat).device(scores.device())), 1, 1);
     return std::make_pair(top.second.view({n}), top.first.view({n}));
   };
-  return draw_search(scorer, src, options, 1, argmax);
+  return draw_search(scorer, src, options, 1, terms, argmax);
 }
 
 std::vector<std::vector<Hypothesis>> sample_search(Scorer& scorer, const torch::Tensor& src,
                                                    const SearchOptions& options,
-                                                   const std::vector<int64_t>& lines) {
+                                                   const std::vector<int64_t>& lines,
+                                                   const std::vector<SentenceTerms>& terms) {
   check_sampling_options(options.sampling);
   const int64_t group = options.nbest;
   if (!lines.empty() && static_cast<int64_t>(lines.size()) != src.size(0))
@@ -316,7 +396,7 @@ std::vector<std::vector<Hypothesis>> sample_search(Scorer& scorer, const torch::
     }
     return sample_tokens(scores, gumbel_noise(keys, scores.size(1)), options.sampling);
   };
-  return draw_search(scorer, src, options, group, sample);
+  return draw_search(scorer, src, options, group, terms, sample);
 }
 
 namespace {
@@ -361,84 +441,299 @@ std::vector<Candidate> next_beams(at::TensorAccessor<float, 1> top_s,
   return live;
 }
 
+// What constrained sentences add to a step's candidates, per active row of theirs: the row's
+// best token and the tokens that advance its phrases, scored (beam score + log-probability) on
+// the device in one gather and copied to the host at once. rows: active rows; tokens: each one's
+// constraint tokens. Returns the candidates of rows[i] at [i].
+std::vector<std::vector<Candidate>> constraint_candidates(
+    const torch::Tensor& logits, const torch::Tensor& scores, const std::vector<int64_t>& rows,
+    const std::vector<std::vector<int64_t>>& tokens) {
+  const torch::Device device = logits.device();
+  const auto m = static_cast<int64_t>(rows.size());
+  const auto index = long_tensor(rows, device);
+  const auto sub = logits.index_select(0, index).to(torch::kFloat);
+  const auto sub_scores = scores.index_select(0, index).to(torch::kFloat);
+  const auto [best_values, best_ids] = top_candidates(sub, sub_scores, 1, 1);
+  std::vector<int64_t> pair_rows, pair_tokens;
+  for (int64_t i = 0; i < m; ++i)
+    for (const int64_t t : tokens[static_cast<size_t>(i)]) {
+      pair_rows.push_back(i);
+      pair_tokens.push_back(t);
+    }
+  auto values = best_values.view({m});
+  if (!pair_rows.empty()) {
+    const auto pr = long_tensor(pair_rows, device), pt = long_tensor(pair_tokens, device);
+    const auto lse = torch::logsumexp(sub, 1);
+    values = torch::cat({values, sub.index({pr, pt}) - lse.index_select(0, pr) +
+                                     sub_scores.index_select(0, pr)});
+  }
+  const auto host = torch::cat({values.to(torch::kDouble), best_ids.view({m}).to(torch::kDouble)})
+                        .to(torch::kCPU);
+  const auto h = host.accessor<double, 1>();
+  const auto P = static_cast<int64_t>(pair_rows.size());
+  std::vector<std::vector<Candidate>> out(static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i)
+    out[static_cast<size_t>(i)].push_back(
+        {rows[static_cast<size_t>(i)], static_cast<int64_t>(h[m + P + i]),
+         static_cast<float>(h[i])});
+  for (int64_t p = 0; p < P; ++p) {
+    const auto i = static_cast<size_t>(pair_rows[static_cast<size_t>(p)]);
+    out[i].push_back({rows[i], pair_tokens[static_cast<size_t>(p)], static_cast<float>(h[m + p])});
+  }
+  return out;
+}
+
+// A constrained sentence's candidates with the states they lead to. EOS is a candidate only
+// from a hypothesis that has met every phrase.
+struct ConstrainedCandidates {
+  std::vector<Candidate> list;
+  std::vector<ConstraintState> after;
+  void add(const Candidate& c, const std::vector<ConstraintState>& states,
+           const std::vector<std::vector<int64_t>>& phrases, int64_t total) {
+    if (!std::isfinite(c.score)) return;
+    for (const auto& d : list)
+      if (d.row == c.row && d.token == c.token) return;
+    const auto& s = states[static_cast<size_t>(c.row)];
+    if (c.token == kEosId) {
+      if (s.done != total) return;
+      after.push_back(s);
+    } else {
+      after.push_back(advance(s, phrases, c.token));
+    }
+    list.push_back(c);
+  }
+};
+
+// Where a step leaves one sentence's hypotheses.
+struct BeamStep {
+  const std::vector<std::vector<int>>& prefixes;     // per active row
+  const std::vector<ConstraintState>& states;        // per active row
+  std::vector<Hypothesis>& finished;                 // the sentence's
+  int64_t K, length, limit;
+  double alpha;
+};
+
+// next_beams for a sentence with phrases to include: the candidates (the `width` best, and each
+// beam's `extra` ones) ranked by allocation_order; EOS among the first K ends a complete
+// hypothesis, and the first K others are the next beams, their states in `next_states`.
+std::vector<Candidate> next_constrained_beams(at::TensorAccessor<float, 1> top_s,
+                                              at::TensorAccessor<int64_t, 1> top_i, int64_t b,
+                                              int64_t V, const std::vector<Candidate>& extra,
+                                              const std::vector<std::vector<int64_t>>& phrases,
+                                              const BeamStep& step,
+                                              std::vector<ConstraintState>& next_states) {
+  const int64_t K = step.K, total = total_pieces(phrases);
+  ConstrainedCandidates cands;
+  for (int64_t c = 0; c < top_s.size(0); ++c)
+    cands.add({b * K + top_i[c] / V, top_i[c] % V, top_s[c]}, step.states, phrases, total);
+  for (const auto& c : extra) cands.add(c, step.states, phrases, total);
+  std::vector<BankCandidate> banks;
+  for (size_t i = 0; i < cands.list.size(); ++i)
+    banks.push_back({cands.list[i].score, cands.after[i].done});
+  std::vector<Candidate> live;
+  std::vector<ConstraintState> live_states;
+  int64_t position = 0;
+  for (const size_t i : allocation_order(banks)) {
+    const auto& c = cands.list[i];
+    if (c.token == kEosId) {
+      if (position++ < K)
+        step.finished.push_back(finish(step.prefixes[c.row], c.score, true, step.alpha));
+    } else if (static_cast<int64_t>(live.size()) < K) {
+      ++position;
+      live.push_back(c);
+      live_states.push_back(cands.after[i]);
+    }
+  }
+  float best = -std::numeric_limits<float>::infinity();
+  for (const auto& c : live) best = std::max(best, c.score);
+  if (live.empty() || (static_cast<int64_t>(step.finished.size()) >= K &&
+                       !can_improve(step.finished, K, best, step.length, step.alpha)))
+    return {};
+  if (step.length >= step.limit) {
+    for (size_t i = 0; i < live.size(); ++i) {
+      auto tokens = step.prefixes[live[i].row];
+      tokens.push_back(static_cast<int>(live[i].token));
+      step.finished.push_back(finish(std::move(tokens), live[i].score, false, step.alpha));
+      step.finished.back().unmet = total - live_states[i].done;
+    }
+    return {};
+  }
+  next_states.insert(next_states.end(), live_states.begin(), live_states.end());
+  return live;
+}
+
+// Each active row's constraint candidates, for the rows of sentences with phrases to include
+// (empty lists for the others).
+std::vector<std::vector<Candidate>> step_constraint_candidates(
+    const torch::Tensor& logits, const torch::Tensor& scores,
+    const std::vector<int64_t>& sentences, int64_t K, const std::vector<SentenceTerms>& terms,
+    const std::vector<ConstraintState>& states) {
+  const auto n = static_cast<int64_t>(sentences.size());
+  std::vector<std::vector<Candidate>> per_row(static_cast<size_t>(n * K));
+  std::vector<int64_t> rows;
+  std::vector<std::vector<int64_t>> tokens;
+  for (int64_t b = 0; b < n; ++b) {
+    const auto& phrases = terms[static_cast<size_t>(sentences[b])].include;
+    if (phrases.empty()) continue;
+    for (int64_t r = b * K; r < (b + 1) * K; ++r) {
+      rows.push_back(r);
+      tokens.push_back(constraint_tokens(states[static_cast<size_t>(r)], phrases));
+    }
+  }
+  if (rows.empty()) return per_row;
+  auto found = constraint_candidates(logits, scores, rows, tokens);
+  for (size_t i = 0; i < rows.size(); ++i) per_row[static_cast<size_t>(rows[i])] = std::move(found[i]);
+  return per_row;
+}
+
+// The live hypotheses of a batch between two steps: the active sentences (sentence b of them
+// owns rows [b*K, (b+1)*K)) and each row's prefix and constraint state (states: only when some
+// sentence has constraints), with what the step chose for each row.
+struct LiveBeams {
+  std::vector<int64_t> sentences;
+  std::vector<std::vector<int>> prefixes;
+  std::vector<ConstraintState> states;
+  std::vector<int64_t> rows, tokens;  // the row each new beam extends, and its token
+  std::vector<float> scores;
+  bool left = false;  // a sentence finished and left the batch
+
+  // Appends sentence s's next beams (padded to K with dead copies when a vocabulary smaller
+  // than the beam left it short), extending `before`'s rows.
+  void add(int64_t s, std::vector<Candidate> live, std::vector<ConstraintState> live_states,
+           const LiveBeams& before, int64_t K) {
+    while (static_cast<int64_t>(live.size()) < K) {
+      live.push_back(
+          {live.front().row, live.front().token, -std::numeric_limits<float>::infinity()});
+      if (!live_states.empty()) live_states.push_back(ConstraintState(live_states.front()));
+    }
+    sentences.push_back(s);
+    for (const auto& cand : live) {
+      rows.push_back(cand.row);
+      tokens.push_back(cand.token);
+      scores.push_back(cand.score);
+      prefixes.push_back(before.prefixes[static_cast<size_t>(cand.row)]);
+      prefixes.back().push_back(static_cast<int>(cand.token));
+    }
+    states.insert(states.end(), live_states.begin(), live_states.end());
+  }
+};
+
+// What one step of beam search saw: each sentence's best candidates on the host, and the
+// constrained rows' own candidates.
+struct StepCandidates {
+  at::TensorAccessor<float, 2> top_s;
+  at::TensorAccessor<int64_t, 2> top_i;
+  const std::vector<std::vector<Candidate>>& extra;  // per row (empty unless constrained)
+  int64_t V;
+};
+
+// The beams after one step, sentence by sentence; finished hypotheses go to `finished`.
+LiveBeams next_live_beams(const LiveBeams& beams, const StepCandidates& c,
+                          const std::vector<SentenceTerms>& terms, bool constrained,
+                          const std::vector<int64_t>& limits, int64_t K, int64_t length,
+                          double alpha, std::vector<std::vector<Hypothesis>>& finished) {
+  LiveBeams next;
+  for (int64_t b = 0; b < static_cast<int64_t>(beams.sentences.size()); ++b) {
+    const int64_t s = beams.sentences[static_cast<size_t>(b)];
+    const auto* phrases = constrained ? &terms[static_cast<size_t>(s)].include : nullptr;
+    std::vector<Candidate> live;
+    std::vector<ConstraintState> live_states;
+    if (phrases != nullptr && !phrases->empty()) {
+      std::vector<Candidate> mine;
+      for (int64_t r = b * K; r < (b + 1) * K; ++r)
+        mine.insert(mine.end(), c.extra[r].begin(), c.extra[r].end());
+      const BeamStep step{beams.prefixes, beams.states, finished[s], K, length, limits[s], alpha};
+      live = next_constrained_beams(c.top_s[b], c.top_i[b], b, c.V, mine, *phrases, step,
+                                    live_states);
+    } else {
+      live = next_beams(c.top_s[b], c.top_i[b], b, K, c.V, beams.prefixes, finished[s], length,
+                        limits[s], alpha);
+      if (constrained)
+        for (const auto& cand : live) live_states.push_back(beams.states[cand.row]);
+    }
+    if (live.empty())
+      next.left = true;
+    else
+      next.add(s, std::move(live), std::move(live_states), beams, K);
+  }
+  return next;
+}
+
+// Complete hypotheses first, then by score; the search's n best.
+void rank_finished(std::vector<std::vector<Hypothesis>>& finished, int64_t nbest) {
+  for (auto& hyps : finished) {
+    std::stable_sort(hyps.begin(), hyps.end(), [](const Hypothesis& a, const Hypothesis& b) {
+      if (a.unmet != b.unmet) return a.unmet < b.unmet;
+      return a.score > b.score;
+    });
+    if (static_cast<int64_t>(hyps.size()) > nbest) hyps.resize(static_cast<size_t>(nbest));
+  }
+}
+
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Tensor& src,
-                                                 const SearchOptions& options) {
+                                                 const SearchOptions& options,
+                                                 const std::vector<SentenceTerms>& terms) {
   torch::InferenceMode guard;
   const int64_t B = src.size(0), K = options.beam_size;
-  const double alpha = options.length_penalty;
   const auto limits = output_limits(scorer, src, options);
   const torch::Device device = scorer.device();
   // Source-side caches are computed and stored once per sentence; its K beams share them.
   auto state = scorer.start(src.to(device), K);
 
-  std::vector<int64_t> sentences(B);  // active sentences; sentence i owns rows [i*K, (i+1)*K)
-  std::iota(sentences.begin(), sentences.end(), 0);
-  std::vector<std::vector<int>> prefixes(B * K);
+  LiveBeams beams;
+  beams.sentences.resize(static_cast<size_t>(B));
+  std::iota(beams.sentences.begin(), beams.sentences.end(), 0);
+  beams.prefixes.resize(static_cast<size_t>(B * K));
+  const bool avoiding = any_avoid(terms);
+  const bool constrained = std::any_of(terms.begin(), terms.end(),
+                                       [](const SentenceTerms& t) { return !t.include.empty(); });
+  const auto continues =
+      avoiding || constrained ? continues_mask(terms, device) : torch::Tensor();
+  if (constrained)
+    for (int64_t r = 0; r < B * K; ++r)
+      beams.states.push_back(start_constraints(terms[static_cast<size_t>(r / K)].include));
   // Only the first beam is live at the start, so the K beams do not repeat one hypothesis.
-  auto scores = torch::full({B, K}, -std::numeric_limits<float>::infinity(),
+  auto scores = torch::full({B * K}, -std::numeric_limits<float>::infinity(),
                             torch::dtype(torch::kFloat).device(device));
-  scores.select(1, 0).zero_();
+  scores.view({B, K}).select(1, 0).zero_();
   auto input = torch::full({B * K}, kBosId, torch::dtype(torch::kLong).device(device));
   std::vector<std::vector<Hypothesis>> finished(B);
   int64_t length = 0;  // output tokens per live hypothesis after this step
 
-  while (!sentences.empty()) {
-    const auto n = static_cast<int64_t>(sentences.size());
-    const auto logits = scorer.step(input, *state);
+  while (!beams.sentences.empty()) {
+    auto logits = scorer.step(input, *state);
+    if (avoiding || constrained)
+      apply_terms(
+          logits, continues,
+          [&](int64_t r) -> const std::vector<int>& { return beams.prefixes[r]; },
+          [&](int64_t r) { return &terms[static_cast<size_t>(beams.sentences[r / K])]; },
+          [&](int64_t r) { return constrained && beams.states[static_cast<size_t>(r)].just_met; });
     const int64_t V = logits.size(1);
-    const int64_t width = std::min<int64_t>(2 * K, K * V);
-    const auto [top_scores, top_ids] = top_candidates(logits, scores.view({n * K}), K, width);
+    const auto [top_scores, top_ids] =
+        top_candidates(logits, scores, K, std::min<int64_t>(2 * K, K * V));
+    const auto extra = constrained ? step_constraint_candidates(logits, scores, beams.sentences,
+                                                                K, terms, beams.states)
+                                   : std::vector<std::vector<Candidate>>{};
     const auto [top_scores_h, top_ids_h] = to_host(top_scores, top_ids);
-    const auto top_s = top_scores_h.accessor<float, 2>();
-    const auto top_i = top_ids_h.accessor<int64_t, 2>();
+    const StepCandidates candidates{top_scores_h.accessor<float, 2>(),
+                                    top_ids_h.accessor<int64_t, 2>(), extra, V};
     ++length;
-
-    std::vector<int64_t> next_sentences, next_rows, next_tokens;
-    std::vector<float> next_scores;
-    std::vector<std::vector<int>> next_prefixes;
-    bool left = false;
-    for (int64_t b = 0; b < n; ++b) {
-      const int64_t s = sentences[b];
-      auto live = next_beams(top_s[b], top_i[b], b, K, V, prefixes, finished[s], length,
-                             limits[s], alpha);
-      if (live.empty()) {
-        left = true;
-        continue;
-      }
-      // A vocabulary smaller than the beam can leave it short: pad with dead copies.
-      while (static_cast<int64_t>(live.size()) < K)
-        live.push_back(
-            {live.front().row, live.front().token, -std::numeric_limits<float>::infinity()});
-      next_sentences.push_back(s);
-      for (const auto& cand : live) {
-        next_rows.push_back(cand.row);
-        next_tokens.push_back(cand.token);
-        next_scores.push_back(cand.score);
-        next_prefixes.push_back(prefixes[cand.row]);
-        next_prefixes.back().push_back(static_cast<int>(cand.token));
-      }
-    }
-    if (next_sentences.empty()) break;
-    const auto index = long_tensor(next_rows, device);
+    LiveBeams next = next_live_beams(beams, candidates, terms, constrained, limits, K, length,
+                                     options.length_penalty, finished);
+    if (next.sentences.empty()) break;
+    const auto index = long_tensor(next.rows, device);
     // Rows only move inside their sentence's block unless a sentence left.
-    if (left)
+    if (next.left)
       state->select(index);
     else
       state->reorder(index);
-    sentences = std::move(next_sentences);
-    prefixes = std::move(next_prefixes);
-    input = long_tensor(next_tokens, device);
-    scores =
-        torch::tensor(next_scores).to(device).view({static_cast<int64_t>(sentences.size()), K});
+    input = long_tensor(next.tokens, device);
+    scores = torch::tensor(next.scores).to(device);
+    beams = std::move(next);
   }
-
-  for (auto& hyps : finished) {
-    std::stable_sort(hyps.begin(), hyps.end(),
-                     [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
-    if (static_cast<int64_t>(hyps.size()) > options.nbest) hyps.resize(options.nbest);
-  }
+  rank_finished(finished, options.nbest);
   return finished;
 }
 

@@ -1,12 +1,17 @@
 #include "decode/translate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <ostream>
 
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
 #include "data/tensors.h"
 #include "decode/lines.h"
+#include "decode/terms.h"
 #include "text/spm.h"
 #include "util/io.h"
 #include "util/line_reader.h"
@@ -65,6 +70,85 @@ void attach_attention(Scorer& scorer, const Vocabs& vocabs, const torch::Tensor&
   }
 }
 
+// The columns of a source row that hold the line's pieces: not the tag, EOS or padding.
+std::pair<size_t, size_t> piece_columns(const std::vector<int64_t>& src_row, int64_t prefix_id) {
+  const size_t begin = prefix_id >= 0 ? 1 : 0;
+  return {begin, src_row.size() - 1};  // the row ends with EOS
+}
+
+// One hypothesis' alignment as --alignment writes it, from its piece attention [T][S columns].
+std::string alignment_text(const std::vector<std::vector<float>>& attention,
+                           const std::vector<std::string>& source_pieces,
+                           const std::vector<std::string>& target_pieces,
+                           const std::string& source_line, const std::string& hypothesis,
+                           AlignmentMode mode) {
+  const auto src_words = words_of(source_line), tgt_words = words_of(hypothesis);
+  const auto S = static_cast<int64_t>(src_words.size()), T = static_cast<int64_t>(tgt_words.size());
+  std::vector<std::vector<float>> words;
+  if (S > 0 && T > 0)
+    words = word_alignment(attention, piece_words(target_pieces, T), T,
+                           piece_words(source_pieces, S), S);
+  if (mode == AlignmentMode::kHard) return format_alignment(hard_alignment(words));
+  // Four decimals: the weights of a soft alignment, not float noise.
+  nlohmann::json matrix = nlohmann::json::array();
+  for (const auto& row : words) {
+    matrix.push_back(nlohmann::json::array());
+    for (const float v : row) matrix.back().push_back(std::round(static_cast<double>(v) * 1e4) / 1e4);
+  }
+  nlohmann::json j = {{"source", src_words}, {"target", tgt_words}, {"alignment", matrix}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Every hypothesis' word alignment, from one teacher-forced pass over all of them: the layer's
+// cross-attention, mean over heads, at the step that predicted each piece.
+void attach_alignments(Scorer& scorer, const Vocabs& vocabs,
+                       const std::vector<std::vector<int64_t>>& src_rows,
+                       const std::vector<std::string>& source_lines,
+                       const std::vector<std::vector<Hypothesis>>& hyps,
+                       const TranslateOptions& o, std::vector<Translation*>& results) {
+  torch::InferenceMode guard;
+  const int64_t layers = scorer.attention_layers();
+  const int64_t layer = o.alignment_layer >= 0 ? o.alignment_layer : std::max<int64_t>(layers - 2, 0);
+  std::vector<std::vector<int64_t>> src, tgt_in;
+  std::vector<std::pair<size_t, size_t>> which;  // (sentence, hypothesis) of each row
+  for (size_t i = 0; i < hyps.size(); ++i)
+    for (size_t j = 0; j < hyps[i].size(); ++j) {
+      std::vector<int64_t> row{kBosId};
+      const auto& t = hyps[i][j].tokens;
+      if (t.empty()) continue;
+      row.insert(row.end(), t.begin(), t.end() - 1);  // the step that predicted each piece
+      src.push_back(src_rows[i]);
+      tgt_in.push_back(std::move(row));
+      which.emplace_back(i, j);
+    }
+  for (size_t i = 0; i < hyps.size(); ++i) results[i]->alignments.assign(results[i]->texts.size(), "");
+  if (which.empty()) return;
+  const torch::Device device = scorer.device();
+  const auto all = scorer.attention(pad_sequences(src, kPadId).to(device),
+                                    pad_sequences(tgt_in, kPadId).to(device));
+  const auto w = all[static_cast<size_t>(layer)].mean(1).to(torch::kCPU, torch::kFloat).contiguous();
+  const auto acc = w.accessor<float, 3>();  // [rows, T, S]
+  for (size_t r = 0; r < which.size(); ++r) {
+    const auto [i, j] = which[r];
+    const auto [c0, c1] = piece_columns(src_rows[i], o.source_prefix_id);
+    std::vector<std::string> source_pieces, target_pieces;
+    for (size_t c = c0; c < c1; ++c) source_pieces.push_back(vocabs.src.piece(static_cast<int>(src_rows[i][c])));
+    for (const int id : hyps[i][j].tokens) target_pieces.push_back(vocabs.tgt.piece(id));
+    std::vector<std::vector<float>> attention;
+    for (size_t t = 0; t < target_pieces.size(); ++t) {
+      attention.emplace_back();
+      for (size_t c = c0; c < c1; ++c)
+        attention.back().push_back(acc[static_cast<int64_t>(r)][static_cast<int64_t>(t)][static_cast<int64_t>(c)]);
+    }
+    results[i]->alignments[j] = alignment_text(attention, source_pieces, target_pieces,
+                                               source_lines[i], results[i]->texts[j], o.alignment);
+  }
+  // As the texts: a search that gave fewer hypotheses than nbest repeats its last.
+  for (size_t i = 0; i < hyps.size(); ++i)
+    for (size_t j = hyps[i].size(); j < results[i]->alignments.size() && j > 0; ++j)
+      results[i]->alignments[j] = results[i]->alignments[j - 1];
+}
+
 std::string format_score(double score) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6f", score);
@@ -103,6 +187,10 @@ void check_attention_options(Scorer& scorer, const TranslateOptions& options) {
     throw Error("attention layer " + std::to_string(options.attention_layer) +
                 " is out of range: the model has " + std::to_string(scorer.attention_layers()) +
                 " decoder layers (0-based)");
+  if (options.alignment_layer >= scorer.attention_layers())
+    throw Error("alignment layer " + std::to_string(options.alignment_layer) +
+                " is out of range: the model has " + std::to_string(scorer.attention_layers()) +
+                " decoder layers (0-based)");
   if (options.attention_head >= scorer.attention_heads())
     throw Error("attention head " + std::to_string(options.attention_head) +
                 " is out of range: the model has " + std::to_string(scorer.attention_heads()) +
@@ -131,24 +219,74 @@ std::vector<size_t> encode_lines(Scorer& scorer, const Vocabs& vocabs,
   return todo;
 }
 
+// Each line's phrases as target ids (an empty vector when no line has any). A phrase to include
+// that does not fit the line's output length limit, after the ones before it, is dropped with a
+// warning naming the line (1-based, in the whole input).
+std::vector<SentenceTerms> encode_terms(Scorer& scorer, const Vocabs& vocabs,
+                                        const std::vector<std::vector<int64_t>>& ids,
+                                        const LineTerms& terms, const TranslateOptions& options,
+                                        int64_t first_line, const PieceTexts* pieces) {
+  if (terms.include.empty() && terms.avoid.empty()) return {};
+  const auto encode = [&](const std::string& phrase) {
+    std::vector<int64_t> pieces;
+    for (const int id : vocabs.tgt.encode(phrase)) pieces.push_back(id);
+    return pieces;
+  };
+  std::vector<SentenceTerms> out(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i].empty()) continue;  // an empty line is not translated
+    out[i].pieces = pieces;
+    if (i < terms.avoid.size())
+      for (const auto& text : terms.avoid[i]) {
+        auto encoded = encode(text);
+        if (encoded.empty()) continue;
+        out[i].avoid.push_back(std::move(encoded));
+        out[i].avoid_text.push_back(text);
+      }
+    if (i >= terms.include.size()) continue;
+    const int64_t limit = max_output_length(static_cast<int64_t>(ids[i].size()) - 1,
+                                            options.search, scorer.max_positions() - 1);
+    int64_t used = 0;
+    for (const auto& text : terms.include[i]) {
+      auto encoded = encode(text);
+      const auto n = static_cast<int64_t>(encoded.size());
+      if (n == 0) continue;
+      if (used + n > limit) {
+        spdlog::warn("line {}: constraint \"{}\" ({} pieces) does not fit the output length "
+                     "limit of {} pieces with the constraints before it; dropped",
+                     first_line + static_cast<int64_t>(i) + 1, text, n, limit);
+        continue;
+      }
+      used += n;
+      out[i].include.push_back(std::move(encoded));
+    }
+  }
+  return out;
+}
+
 // The results of one batch, written into `out`; returns the best hypotheses' output tokens.
 int64_t translate_batch(Scorer& scorer, const Vocabs& vocabs,
                         const std::vector<std::vector<int64_t>>& ids,
                         const std::vector<size_t>& todo, std::pair<size_t, size_t> batch,
                         const TranslateOptions& options, int64_t first_line,
-                        std::vector<Translation>& out) {
+                        const std::vector<std::string>& lines,
+                        const std::vector<SentenceTerms>& terms, std::vector<Translation>& out) {
   // Autocast state is per thread.
   const AutocastGuard autocast(scorer.device(), options.precision);
   const auto nbest = static_cast<size_t>(options.search.nbest);
   const auto [start, end] = batch;
   std::vector<std::vector<int64_t>> rows;
   std::vector<int64_t> line_numbers;
+  std::vector<SentenceTerms> batch_terms;
+  std::vector<std::string> batch_lines;
   for (size_t k = start; k < end; ++k) {
     rows.push_back(ids[todo[k]]);
     line_numbers.push_back(first_line + static_cast<int64_t>(todo[k]));
+    if (!terms.empty()) batch_terms.push_back(terms[todo[k]]);
+    if (options.alignment != AlignmentMode::kNone) batch_lines.push_back(lines[todo[k]]);
   }
   const auto src = pad_sequences(rows, kPadId);
-  const auto hyps = search(scorer, src, options.search, line_numbers);
+  const auto hyps = search(scorer, src, options.search, line_numbers, batch_terms);
   std::vector<const Hypothesis*> best;
   std::vector<Translation*> results;
   static const Hypothesis kNone;
@@ -169,6 +307,8 @@ int64_t translate_batch(Scorer& scorer, const Vocabs& vocabs,
     results.push_back(&t);
   }
   if (options.attention) attach_attention(scorer, vocabs, src, rows, best, options, results);
+  if (options.alignment != AlignmentMode::kNone)
+    attach_alignments(scorer, vocabs, rows, batch_lines, hyps, options, results);
   for (auto* t : results) t->done = true;
   return output_tokens;
 }
@@ -178,7 +318,7 @@ int64_t translate_batch(Scorer& scorer, const Vocabs& vocabs,
 std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
                                          const std::vector<std::string>& lines,
                                          const TranslateOptions& options, TranslateStats* stats,
-                                         const JobControl& job) {
+                                         const JobControl& job, const LineTerms& terms) {
   check_attention_options(scorer, options);
   const auto nbest = static_cast<size_t>(options.search.nbest);
   TranslateStats s;
@@ -186,6 +326,14 @@ std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
   std::vector<std::vector<int64_t>> ids;
   const std::vector<size_t> todo =
       encode_lines(scorer, vocabs, lines, options.source_prefix_id, ids, s);
+  PieceTexts pieces;
+  if (!terms.include.empty() || !terms.avoid.empty()) {
+    std::vector<std::string> all;
+    for (int id = 0; id < vocabs.tgt.size(); ++id) all.push_back(vocabs.tgt.piece(id));
+    pieces = piece_texts(all);
+  }
+  const auto sentence_terms =
+      encode_terms(scorer, vocabs, ids, terms, options, job.first_line, &pieces);
   // Beams (or samples) multiply the rows a batch decodes, so the budget covers all of them.
   std::vector<int64_t> widths;
   for (const size_t i : todo) widths.push_back(static_cast<int64_t>(ids[i].size()));
@@ -209,7 +357,7 @@ std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
   auto run_batch = [&](size_t b) {
     if (job.stop_requested && job.stop_requested()) return;
     output_tokens[b] = translate_batch(scorer, vocabs, ids, todo, batches[b], options,
-                                       job.first_line, out);
+                                       job.first_line, lines, sentence_terms, out);
     report(static_cast<int64_t>(batches[b].second - batches[b].first));
   };
   const bool side_by_side = static_cast<int64_t>(batches.size()) >=
@@ -222,25 +370,49 @@ std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
 
 std::vector<std::string> translate_best(Scorer& scorer, const Vocabs& vocabs,
                                         const std::vector<std::string>& lines,
-                                        const TranslateOptions& options, TranslateStats* stats) {
+                                        const TranslateOptions& options, TranslateStats* stats,
+                                        const LineTerms& terms) {
   std::vector<std::string> out;
   out.reserve(lines.size());
-  for (auto& t : translate_lines(scorer, vocabs, lines, options, stats))
+  for (auto& t : translate_lines(scorer, vocabs, lines, options, stats, {}, terms))
     out.push_back(std::move(t.texts[0]));
   return out;
 }
 
 namespace {
 
+// A soft alignment's JSON line: its object with the hypothesis (and its score, and the input's
+// index in an n-best list). An empty line's object has no words.
+std::string soft_line(const Translation& r, size_t j, int64_t index, const StreamOptions& stream) {
+  const std::string& a = j < r.alignments.size() ? r.alignments[j] : std::string();
+  auto obj = a.empty() ? nlohmann::json{{"source", nlohmann::json::array()},
+                                        {"target", nlohmann::json::array()},
+                                        {"alignment", nlohmann::json::array()}}
+                       : nlohmann::json::parse(a);
+  obj["translation"] = r.texts[j];
+  if (stream.nbest || stream.scores) obj["score"] = std::stod(format_score(r.scores[j]));
+  if (stream.nbest) obj["index"] = index;
+  return obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void write_result(std::ostream& out, const Translation& r, int64_t index,
-                  const StreamOptions& stream) {
-  if (stream.nbest) {
-    for (size_t j = 0; j < r.texts.size(); ++j)
-      out << index << " ||| " << r.texts[j] << " ||| " << format_score(r.scores[j]) << '\n';
-  } else if (stream.scores) {
-    out << r.texts[0] << '\t' << format_score(r.scores[0]) << '\n';
-  } else {
-    out << r.texts[0] << '\n';
+                  const StreamOptions& stream, AlignmentMode alignment) {
+  for (size_t j = 0; j < (stream.nbest ? r.texts.size() : 1); ++j) {
+    if (alignment == AlignmentMode::kSoft) {
+      out << soft_line(r, j, index, stream) << '\n';
+      continue;
+    }
+    // A hard alignment follows the hypothesis, as Marian writes it.
+    const std::string text =
+        alignment == AlignmentMode::kHard
+            ? r.texts[j] + " ||| " + (j < r.alignments.size() ? r.alignments[j] : "")
+            : r.texts[j];
+    if (stream.nbest)
+      out << index << " ||| " << text << " ||| " << format_score(r.scores[j]) << '\n';
+    else if (stream.scores)
+      out << text << '\t' << format_score(r.scores[j]) << '\n';
+    else
+      out << text << '\n';
   }
   if (r.attention) write_attention(stream.attention_dir, index + 1, *r.attention);
 }
@@ -261,6 +433,8 @@ TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader
   if (first_line < stream.skip_lines)
     throw Error(in.path() + " has " + std::to_string(first_line) + " lines, fewer than the " +
                 std::to_string(stream.skip_lines) + " already translated");
+  TermFiles term_files(options.constraints_file, options.avoid_file);
+  term_files.skip(stream.skip_lines);
   JobControl job;
   job.on_lines = stream.on_lines;
   job.stop_requested = stream.stop_requested;
@@ -268,10 +442,14 @@ TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader
   auto flush_chunk = [&] {
     TranslateStats s;
     job.first_line = first_line;
-    const auto results = translate_lines(scorer, vocabs, chunk, options, &s, job);
+    LineTerms terms;
+    if (term_files.active())
+      term_files.read(static_cast<int64_t>(chunk.size()), terms.include, terms.avoid);
+    const auto results = translate_lines(scorer, vocabs, chunk, options, &s, job, terms);
     size_t written = 0;
     for (; written < results.size() && results[written].done; ++written)
-      write_result(out, results[written], first_line + static_cast<int64_t>(written), stream);
+      write_result(out, results[written], first_line + static_cast<int64_t>(written), stream,
+                   options.alignment);
     out.flush();
     if (!out) throw Error("cannot write output");
     stopped = written < results.size();
@@ -287,6 +465,7 @@ TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader
     if (static_cast<int64_t>(chunk.size()) >= stream.chunk_lines) flush_chunk();
   }
   if (!chunk.empty() && !stopped) flush_chunk();
+  if (!stopped && !stop()) term_files.finish();
   return total;
 }
 

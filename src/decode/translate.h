@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "decode/alignment.h"
 #include "plot/attention.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
@@ -34,12 +35,28 @@ struct TranslateOptions {
   // A piece id put before every non-empty source line's ids (--tag; -1 = none). It counts
   // toward the model's input limit.
   int64_t source_prefix_id = -1;
+  // --alignment: each hypothesis' word alignment from the cross-attention of one decoder layer,
+  // mean over heads, at the step that predicted each piece (-1: the penultimate layer, the best
+  // of the three a recipe model has by docs/translating.md's measurement).
+  AlignmentMode alignment = AlignmentMode::kNone;
+  int64_t alignment_layer = -1;
+  // --constraints / --avoid files ("" = none): one line per input line, tab-separated target
+  // phrases, read in step with the input by translate_stream and evaluate_files.
+  std::string constraints_file, avoid_file;
+};
+
+// Each line's target phrases as text (--constraints, --avoid): one entry per line, or empty
+// vectors for none.
+struct LineTerms {
+  std::vector<std::vector<std::string>> include, avoid;
 };
 
 struct Translation {
   std::vector<std::string> texts;         // n-best, best first; always search.nbest entries
   std::vector<double> scores;             // their scores (0 for an empty input line)
   std::optional<AttentionMap> attention;  // cross-attention of the best hypothesis
+  // With options.alignment, per hypothesis: "i-j ..." (hard) or a JSON object (soft).
+  std::vector<std::string> alignments;
   bool done = false;                      // translated (false: a stop came first)
 };
 
@@ -79,21 +96,27 @@ struct DecodeOptions {
 // Translates lines in input order with a scorer (a model or an ensemble) and its vocabularies.
 // Empty or whitespace-only lines give empty outputs; invalid UTF-8 and NUL bytes become U+FFFD;
 // over-long lines are truncated. Models must be in eval mode; they decode on their own device.
+// `terms`: the lines' phrases to include and avoid, encoded with the target vocabulary; a phrase
+// to include that does not fit the line's output length limit is dropped with a warning that
+// names the line.
 std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
                                          const std::vector<std::string>& lines,
                                          const TranslateOptions& options, TranslateStats* stats,
-                                         const JobControl& job = {});
+                                         const JobControl& job = {}, const LineTerms& terms = {});
 
 // Best hypotheses only: the common case (validation, eval).
 std::vector<std::string> translate_best(Scorer& scorer, const Vocabs& vocabs,
                                         const std::vector<std::string>& lines,
-                                        const TranslateOptions& options, TranslateStats* stats);
+                                        const TranslateOptions& options, TranslateStats* stats,
+                                        const LineTerms& terms = {});
 
 // How translate_stream writes its results.
 struct StreamOptions {
   int64_t chunk_lines = 1000;  // lines read, translated and flushed at a time
   bool nbest = false;          // "index ||| hypothesis ||| score" lines, search.nbest per input
   bool scores = false;         // a tab-separated score column after each hypothesis
+  // With options.alignment hard: " ||| i-j ..." after each hypothesis (Marian's format); soft:
+  // one JSON object per hypothesis instead of its text.
   std::string attention_dir;   // NNNNNN.svg/.json per non-empty line when options.attention
   // Input lines already translated (--resume): read, skipped, and counted in line numbers.
   // A multiple of chunk_lines keeps every chunk, so every batch, as an uninterrupted run had it.

@@ -1,5 +1,7 @@
 #include "eval/evaluate.h"
 
+#include "decode/terms.h"
+
 #include <chrono>
 #include <cmath>
 
@@ -79,7 +81,7 @@ EvalResult evaluate(Scorer& scorer, const Vocabs& vocabs, const EvalSet& set,
   EvalResult r;
   r.loss = corpus_loss(scorer, set.pairs, loss_batch_tokens);
   const auto start = std::chrono::steady_clock::now();
-  r.hyps = translate_best(scorer, vocabs, set.src, options, &r.stats);
+  r.hyps = translate_best(scorer, vocabs, set.src, options, &r.stats, set.terms);
   r.translate_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.bleu = corpus_bleu(r.hyps, set.ref);
@@ -145,10 +147,13 @@ FileEval evaluate_files(Scorer& scorer, const Vocabs& vocabs, const std::string&
   ChrfStats chrf;
   double nll = 0;
   AlignedChunks chunks(src, "--src " + src, ref, "--ref " + ref);
+  TermFiles term_files(options.constraints_file, options.avoid_file);
   std::vector<std::string> src_lines, ref_lines;
   while (chunks.next(chunk_lines, src_lines, ref_lines)) {
-    const EvalSet set = make_eval_set(std::move(src_lines), std::move(ref_lines), vocabs,
-                                      scorer.max_positions(), options.source_prefix_id);
+    EvalSet set = make_eval_set(std::move(src_lines), std::move(ref_lines), vocabs,
+                                scorer.max_positions(), options.source_prefix_id);
+    if (term_files.active())
+      term_files.read(static_cast<int64_t>(set.src.size()), set.terms.include, set.terms.avoid);
     const EvalResult r = evaluate(scorer, vocabs, set, options, loss_batch_tokens);
     for (size_t i = 0; i < r.hyps.size(); ++i) {
       bleu.add(r.hyps[i], set.ref[i]);
@@ -168,6 +173,7 @@ FileEval evaluate_files(Scorer& scorer, const Vocabs& vocabs, const std::string&
     src_lines.clear();
     ref_lines.clear();
   }
+  term_files.finish();
   auto& loss = out.result.loss;
   loss.nll_sum = nll;
   loss.nll_per_token = loss.tokens > 0 ? nll / static_cast<double>(loss.tokens) : 0.0;

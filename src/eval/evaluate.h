@@ -23,6 +23,7 @@ struct EvalSet {
   std::vector<std::string> src, ref;  // aligned lines
   Corpus pairs;        // encodable pairs; those longer than the model takes are truncated
   CorpusStats stats;   // what encoding kept and dropped (empty or invalid UTF-8 pairs)
+  LineTerms terms;     // phrases to include and avoid per source line (none when empty)
   bool empty() const { return src.empty(); }
 };
 
