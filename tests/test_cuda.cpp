@@ -256,6 +256,29 @@ TEST_F(Cuda, SamplingMatchesTheCpu) {
   EXPECT_LE(differ, 1);  // a near-tie of two noisy values may flip; more would be a bug
 }
 
+// Constrained and avoiding beams find the CPU's hypotheses on the GPU.
+TEST_F(Cuda, ConstrainedSearchMatchesTheCpu) {
+  auto cpu = model_on(small_model(0.1), 30, torch::kCPU);
+  auto cuda = model_on(small_model(0.1), 30, gpu);
+  cpu->eval();
+  cuda->eval();
+  const auto src = random_source(12, 30);
+  SearchOptions o;
+  o.beam_size = 4;
+  o.max_len_a = 1.0;
+  o.max_len_b = 4;
+  std::vector<SentenceTerms> terms(12);
+  for (size_t i = 0; i < terms.size(); i += 2) terms[i].include = {{7, 8}, {9}};
+  for (size_t i = 1; i < terms.size(); i += 3) terms[i].avoid = {{5}, {6, 7}};
+  ModelScorer cpu_scorer(cpu), cuda_scorer(cuda);
+  const auto a = search(cpu_scorer, src, o, {}, terms);
+  const auto b = search(cuda_scorer, src.to(gpu), o, {}, terms);
+  ASSERT_EQ(a.size(), b.size());
+  int differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) differ += a[i][0].tokens != b[i][0].tokens;
+  EXPECT_LE(differ, 1);  // a near-tie may flip between the two devices' sums; more is a bug
+}
+
 // Mixed precision: the loss curve of bf16 (and fp16 with loss scaling) tracks fp32's.
 TEST_F(Cuda, LowPrecisionLossTracksFp32) {
   const int steps = 120;
