@@ -19,6 +19,7 @@ using nmt_test::read_lines_of;
 using nmt_test::run_command;
 using nmt_test::write_text;
 using nmt_test::QuickstartRun;
+using nmt_test::nmt_bin;
 
 namespace {
 
@@ -219,6 +220,17 @@ TEST_F(QuickstartRun, ConstraintsAvoidAndAlignments) {
       EXPECT_NE(std::find(words.begin(), words.end(), "zw\xC3\xB6lf"), words.end()) << constrained[i];
     else
       EXPECT_EQ(constrained[i], plain[i]) << "line " << i;
+  }
+  // An ensemble of two checkpoints of the run meets them too.
+  r = run_command(nmt_bin() + " translate --checkpoint " + run() + "/checkpoints/ckpt-00000250 " +
+                  run() + "/checkpoints/ckpt-00000500 --threads 1 --beam 4 --input " + in +
+                  " --constraints " + path("cons.txt") + " --output " + path("ensemble.txt"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto ensemble = read_lines_of(path("ensemble.txt"));
+  ASSERT_EQ(ensemble.size(), 300u);
+  for (size_t i = 0; i < ensemble.size(); i += 3) {
+    const auto words = split(ensemble[i], ' ');
+    EXPECT_NE(std::find(words.begin(), words.end(), "zw\xC3\xB6lf"), words.end()) << ensemble[i];
   }
   r = run_command(translate("--beam 4 --precision fp32 --input " + in + " --avoid " +
                             path("avoid.txt") + " --output " + path("avoid_out.txt")));
