@@ -28,6 +28,19 @@ inline nmt::ModelConfig tiny_model() {
   return c;
 }
 
+// Two encoder and two decoder layers of width 32, no dropout: the search tests' model.
+inline nmt::ModelConfig search_model() {
+  nmt::ModelConfig c;
+  c.d_model = 32;
+  c.heads = 4;
+  c.encoder_layers = 2;
+  c.decoder_layers = 2;
+  c.d_ff = 64;
+  c.tie_embeddings = nmt::TieEmbeddings::kNone;
+  c.max_positions = 40;
+  return c;
+}
+
 // `rows` rows of random ids in [4, vocab) ending in EOS, right-padded to different lengths: row
 // i has min_len + (i * 5) % spread ids before its EOS.
 inline torch::Tensor random_source(int64_t rows, int64_t vocab, uint64_t seed, int64_t min_len = 3,

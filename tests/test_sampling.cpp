@@ -34,17 +34,6 @@ std::map<int64_t, double> frequencies(const SamplingOptions& o, int64_t n) {
   return f;
 }
 
-ModelConfig tiny() {
-  ModelConfig c;
-  c.d_model = 32;
-  c.heads = 4;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.d_ff = 64;
-  c.tie_embeddings = TieEmbeddings::kNone;
-  c.max_positions = 40;
-  return c;
-}
 
 // A hypothesis' log-probability by one teacher-forced pass.
 double forced_log_prob(Seq2Seq& model, const torch::Tensor& src_row, const Hypothesis& h) {
@@ -146,7 +135,7 @@ TEST(Sampling, RejectsBadOptions) {
 // the model's log-probabilities; seeds and samples differ.
 TEST(SampleSearch, BatchIndependentScoredByTheModelAndSeeded) {
   const int64_t V = 30;
-  auto model = nmt_test::random_model(tiny(), V, 5);
+  auto model = nmt_test::random_model(nmt_test::search_model(), V, 5);
   ModelScorer scorer(model);
   const auto src = nmt_test::random_source(6, V, 8);
   SearchOptions o;

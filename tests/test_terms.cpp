@@ -25,17 +25,6 @@ namespace {
 
 const std::string kSpace = "\xE2\x96\x81";  // U+2581
 
-ModelConfig tiny() {
-  ModelConfig c;
-  c.d_model = 32;
-  c.heads = 4;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.d_ff = 64;
-  c.tie_embeddings = nmt::TieEmbeddings::kNone;
-  c.max_positions = 40;
-  return c;
-}
 
 // The fields of a line separated by `sep`.
 std::vector<std::string> split_on(const std::string& line, const std::string& sep) {
@@ -153,7 +142,7 @@ TEST(Alignment, PiecesToWordsAndHardLinks) {
 // them, in the same batch; avoided phrases never appear.
 TEST(Search, ConstrainedAndAvoidingBeams) {
   const int64_t V = 30;
-  auto model = nmt_test::random_model(tiny(), V, 5);
+  auto model = nmt_test::random_model(nmt_test::search_model(), V, 5);
   const auto src = nmt_test::random_source(6, V, 9);
   SearchOptions o;
   o.beam_size = 4;
