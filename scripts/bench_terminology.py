@@ -11,6 +11,7 @@ their source line: the share whose hard alignment points at that word).
   scripts/bench_terminology.py --checkpoint RUN --src test.en --ref test.de [--work DIR]
 """
 import argparse
+import collections
 import json
 import os
 import re
@@ -69,8 +70,12 @@ def make_terms(hyps, refs):
     return cons, avoid
 
 
-def alignment_proxy(src_lines, out_lines):
-    """Well-formed lines, and hits/total of hypothesis words found in their source line."""
+def alignment_proxy(src_lines, out_lines, counts=None, surplus=None):
+    """Well-formed lines, and hits/total of hypothesis words found in their source line.
+
+    `counts` (a Counter) gets how often each such word was counted; `surplus` (a list) gets, per
+    line, the copies of such words beyond their count in the source line: those translate other
+    source words ("wearing" -> "in einem Hemd"), so a correct link points elsewhere."""
     bad = hits = total = 0
     for s, line in zip(src_lines, out_lines):
         hyp, _, pairs = line.rpartition(" ||| ")
@@ -91,6 +96,10 @@ def alignment_proxy(src_lines, out_lines):
             if w in sw:
                 total += 1
                 hits += any(sw[i] == w for i in links.get(j, ()))
+                if counts is not None:
+                    counts[w] += 1
+        if surplus is not None:
+            surplus.append(sum(max(0, tw.count(w) - sw.count(w)) for w in set(tw) if w in sw))
     return bad, hits, total
 
 
@@ -126,7 +135,8 @@ def main():
     avoided = read(w("avoided.hyp"))
     leaks = sum(1 for a, h in zip(avoid, avoided) if a and a in words(h))
     translate(args, w("aligned.hyp"), "--alignment")
-    bad, hits, total = alignment_proxy(srcs, read(w("aligned.hyp")))
+    counts, surplus = collections.Counter(), []
+    bad, hits, total = alignment_proxy(srcs, read(w("aligned.hyp")), counts, surplus)
 
     b_plain, b_cons = bleu(args, w("plain.hyp")), bleu(args, w("constrained.hyp"))
     print(f"lines: {len(plain)}; constrained: {n_cons}; dropped with a warning: {len(warnings)}")
@@ -139,6 +149,10 @@ def main():
     print(f"--avoid: avoided words that appeared: {leaks} of {sum(1 for a in avoid if a)} lines")
     print(f"--alignment: malformed lines {bad}/{len(plain)}; copied words aligned to their "
           f"source word: {hits}/{total} = {100 * hits / max(total, 1):.1f}%")
+    print("  copied words: " + ", ".join(f"{k} {v}" for k, v in counts.most_common(5)) +
+          f"; copies beyond the source line's count (they translate other words): "
+          f"{sum(surplus)}, so correct links reach at most "
+          f"{100 * (total - sum(surplus)) / max(total, 1):.1f}%")
 
 
 if __name__ == "__main__":

@@ -122,18 +122,27 @@ TEST(Alignment, PiecesToWordsAndHardLinks) {
             (std::vector<int64_t>{0, 1, 1, 1, 1}));
   EXPECT_EQ(piece_words({"a", kSpace + "b", kSpace + "c"}, 2), (std::vector<int64_t>{0, 1, 1}));
   EXPECT_EQ(words_of("  Ein  T-Shirt. "), (std::vector<std::string>{"Ein", "T-Shirt."}));
-  // Target pieces 0, 1 form word 0 and piece 2 word 1; source pieces 0 | 1, 2.
+  // Target pieces 0, 1 form word 0 and piece 2 word 1; source pieces 0 | 1, 2. Source word 1
+  // counts the mean of its two pieces: word 0 gets 0.6 + 0.2, word 1 (0.3 + 0.1) / 2 +
+  // (0.2 + 0.4) / 2 (summed, it would win with 1.0).
   const std::vector<std::vector<float>> att{{0.6f, 0.3f, 0.1f}, {0.2f, 0.2f, 0.4f},
-                                            {0.1f, 0.1f, 0.1f}};
+                                            {0.1f, 0.1f, 0.3f}};
   const auto w = word_alignment(att, {0, 0, 1}, 2, {0, 1, 1}, 2);
   ASSERT_EQ(w.size(), 2u);
-  EXPECT_NEAR(w[0][0], 0.8f / 1.8f, 1e-6);
-  EXPECT_NEAR(w[0][1], 1.0f / 1.8f, 1e-6);
-  EXPECT_NEAR(w[1][0], 1.0f / 3.0f, 1e-6);
-  EXPECT_NEAR(w[1][1], 2.0f / 3.0f, 1e-6);
+  EXPECT_NEAR(w[0][0], 0.8f / 1.3f, 1e-6);
+  EXPECT_NEAR(w[0][1], 0.5f / 1.3f, 1e-6);
+  EXPECT_NEAR(w[1][0], 0.1f / 0.3f, 1e-6);
+  EXPECT_NEAR(w[1][1], 0.2f / 0.3f, 1e-6);
   const auto hard = hard_alignment(w);
-  EXPECT_EQ(format_alignment(hard), "1-0 1-1");
+  EXPECT_EQ(format_alignment(hard), "0-0 1-1");
+  const WordAlignment a{{"a", "b"}, {"x", "y"}, w};
+  EXPECT_EQ(hard_alignment_text(a), "0-0 1-1");
+  EXPECT_EQ(soft_alignment_object(a).dump(),
+            R"({"alignment":[[0.6154,0.3846],[0.3333,0.6667]],"source":["a","b"],"target":["x","y"]})");
   EXPECT_EQ(format_alignment(hard_alignment({{0.5f, 0.5f}})), "0-0");  // first among equals
+  // Target word 0 attends source word 0 most (0.6), but target word 1 attends it more (0.9):
+  // word 0 gets 0.36 / 1.5 = 0.24 for source 0 and 0.16 / 0.5 = 0.32 for source 1.
+  EXPECT_EQ(format_alignment(hard_alignment({{0.6f, 0.4f}, {0.9f, 0.1f}})), "1-0 0-1");
   EXPECT_EQ(parse_alignment_mode("soft"), AlignmentMode::kSoft);
   EXPECT_THROW(parse_alignment_mode("fast"), Error);
 }
@@ -259,9 +268,10 @@ TEST_F(QuickstartRun, ConstraintsAvoidAndAlignments) {
   const auto j = nlohmann::json::parse(soft[0]);
   EXPECT_EQ(j["source"].size(), words_of(sources[0]).size());
   EXPECT_EQ(j["alignment"].size(), j["target"].size());
-  float sum = 0;
-  for (const auto& v : j["alignment"][0]) sum += v.get<float>();
-  EXPECT_NEAR(sum, 1.0f, 1e-4);
+  // Each weight is rounded to four decimals: the row sums to 1 within half a unit per word.
+  double sum = 0;
+  for (const auto& v : j["alignment"][0]) sum += v.get<double>();
+  EXPECT_NEAR(sum, 1.0, 5e-5 * static_cast<double>(j["source"].size()) + 1e-9);
 
   // A phrase longer than the output limit is dropped with a warning naming its line; a file
   // shorter than the input is refused.

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace nmt {
 
 enum class AlignmentMode { kNone, kHard, kSoft };
@@ -24,21 +26,37 @@ std::vector<int64_t> piece_words(const std::vector<std::string>& pieces, int64_t
 std::vector<std::string> words_of(const std::string& line);
 
 // Word-level alignment [target words][source words] from piece attention [target pieces][source
-// pieces]: a word pair's weight sums its pieces' weights, and each row is normalised to sum 1
-// over the source words (the caller leaves the EOS and tag columns out).
-// A target word without pieces gets a zero row.
+// pieces]: a word pair's weight sums, over the target word's pieces, the mean weight of the
+// source word's pieces (a word split into many pieces does not outweigh a one-piece word by its
+// count), and each row is normalised to sum 1 over the source words (the caller leaves the EOS
+// and tag columns out). A target word without pieces gets a zero row.
 std::vector<std::vector<float>> word_alignment(const std::vector<std::vector<float>>& attention,
                                                const std::vector<int64_t>& target_word,
                                                int64_t target_words,
                                                const std::vector<int64_t>& source_word,
                                                int64_t source_words);
 
-// Each target word aligned to its source word of highest weight (the first among equals), as
-// (source, target) pairs in target order; nothing when there is no source word.
+// Each target word aligned to one source word, as (source, target) pairs in target order;
+// nothing when there is no source word. The link maximises p(s|t) * p(t|s) (the first among
+// equals): the row weight times the weight normalised over the column, the two directions of
+// one attention matrix. A source word that many target words attend (a final period, a noun
+// with its article) then goes to the word that attends it most, not to each of them.
 std::vector<std::pair<int64_t, int64_t>> hard_alignment(
     const std::vector<std::vector<float>>& words);
 
 // "0-0 1-2 ...": source-target pairs, as Marian and fast_align write them.
 std::string format_alignment(const std::vector<std::pair<int64_t, int64_t>>& pairs);
+
+// One hypothesis' word alignment: the words of the source line and of the hypothesis, and the
+// word matrix [target words][source words] (empty when either side has no words).
+struct WordAlignment {
+  std::vector<std::string> source, target;
+  std::vector<std::vector<float>> weights;
+};
+
+// As --alignment writes it: "i-j ..." (hard), or the JSON object {"source", "target",
+// "alignment"} with weights to four decimals (soft), to which the caller adds the hypothesis.
+std::string hard_alignment_text(const WordAlignment& a);
+nlohmann::json soft_alignment_object(const WordAlignment& a);
 
 }  // namespace nmt

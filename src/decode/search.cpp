@@ -190,8 +190,7 @@ std::vector<std::vector<Hypothesis>> search(Scorer& scorer, const torch::Tensor&
   if (options.beam_size < 1) throw Error("beam size must be >= 1");
   if (!terms.empty() && static_cast<int64_t>(terms.size()) != src.size(0))
     throw Error("search: one entry of terms per sentence expected");
-  const bool constrained = std::any_of(terms.begin(), terms.end(),
-                                       [](const SentenceTerms& t) { return !t.include.empty(); });
+  const bool constrained = any_include(terms);
   if (options.sampling.enabled) {
     if (options.beam_size != 1) throw Error("sampling draws one token a step: beam size 1");
     if (options.nbest < 1) throw Error("nbest (samples per line) must be >= 1");
@@ -225,11 +224,6 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Te
 }
 
 namespace {
-
-bool any_avoid(const std::vector<SentenceTerms>& terms) {
-  return std::any_of(terms.begin(), terms.end(),
-                     [](const SentenceTerms& t) { return !t.avoid.empty(); });
-}
 
 // Sets to -inf, in place, the rows `rows` of logits where `mask` [V] is true.
 void mask_rows(torch::Tensor& logits, const std::vector<int64_t>& rows, const torch::Tensor& mask) {
@@ -687,8 +681,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Te
   std::iota(beams.sentences.begin(), beams.sentences.end(), 0);
   beams.prefixes.resize(static_cast<size_t>(B * K));
   const bool avoiding = any_avoid(terms);
-  const bool constrained = std::any_of(terms.begin(), terms.end(),
-                                       [](const SentenceTerms& t) { return !t.include.empty(); });
+  const bool constrained = any_include(terms);
   const auto continues =
       avoiding || constrained ? continues_mask(terms, device) : torch::Tensor();
   if (constrained)

@@ -31,6 +31,16 @@ bool is_word_char(char32_t c) {
 
 }  // namespace
 
+bool any_include(const std::vector<SentenceTerms>& terms) {
+  return std::any_of(terms.begin(), terms.end(),
+                     [](const SentenceTerms& t) { return !t.include.empty(); });
+}
+
+bool any_avoid(const std::vector<SentenceTerms>& terms) {
+  return std::any_of(terms.begin(), terms.end(),
+                     [](const SentenceTerms& t) { return !t.avoid.empty(); });
+}
+
 PieceTexts piece_texts(const std::vector<std::string>& pieces) {
   static const std::string kSpace = "\xE2\x96\x81";  // U+2581
   PieceTexts out;

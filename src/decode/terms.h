@@ -36,6 +36,10 @@ struct SentenceTerms {
   bool empty() const { return include.empty() && avoid.empty(); }
 };
 
+// Whether any sentence has phrases to include (a search must allocate beams) or to avoid.
+bool any_include(const std::vector<SentenceTerms>& terms);
+bool any_avoid(const std::vector<SentenceTerms>& terms);
+
 // The phrases of one line of a --constraints or --avoid file: tab-separated, each trimmed of
 // spaces; empty fields are skipped, so an empty line has none.
 std::vector<std::string> split_phrases(const std::string& line);

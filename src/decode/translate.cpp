@@ -28,28 +28,38 @@ std::string one_line(std::string text) {
   return text;
 }
 
-// Cross-attention of each row's best hypothesis, by teacher forcing it through the decoder:
-// the same weights the search saw, in one batched pass.
-void attach_attention(Scorer& scorer, const Vocabs& vocabs, const torch::Tensor& src,
+// One decoder layer's cross-attention (mean over heads, or head `head` when >= 0) while the
+// decoder is fed each row's target prefix, in one batched pass: [rows, T, S] on the CPU, the
+// weights the search saw.
+torch::Tensor forced_attention(Scorer& scorer, const std::vector<std::vector<int64_t>>& src_rows,
+                               const std::vector<std::vector<int64_t>>& tgt_in, int64_t layer,
+                               int64_t head) {
+  const torch::Device device = scorer.device();
+  const auto all = scorer.attention(pad_sequences(src_rows, kPadId).to(device),
+                                    pad_sequences(tgt_in, kPadId).to(device));
+  const auto& w = all[static_cast<size_t>(layer)];  // [rows, heads, T, S]
+  return (head < 0 ? w.mean(1) : w.select(1, head)).to(torch::kCPU, torch::kFloat).contiguous();
+}
+
+// BOS and the tokens that feed the decoder until it has predicted the last of `tokens`, and
+// EOS when `with_eos`.
+std::vector<int64_t> decoder_input(const std::vector<int>& tokens, bool with_eos) {
+  std::vector<int64_t> row{kBosId};
+  row.insert(row.end(), tokens.begin(), tokens.end());
+  if (!with_eos && !tokens.empty()) row.pop_back();
+  return row;
+}
+
+// Cross-attention of each row's best hypothesis (--attention-out).
+void attach_attention(Scorer& scorer, const Vocabs& vocabs,
                       const std::vector<std::vector<int64_t>>& src_rows,
                       const std::vector<const Hypothesis*>& best, const TranslateOptions& o,
                       std::vector<Translation*>& results) {
   torch::InferenceMode guard;
-  const auto layers = scorer.attention_layers();
-  const int64_t layer = o.attention_layer < 0 ? layers - 1 : o.attention_layer;
+  const int64_t layer = o.attention_layer < 0 ? scorer.attention_layers() - 1 : o.attention_layer;
   std::vector<std::vector<int64_t>> tgt_in;
-  for (const auto* h : best) {
-    std::vector<int64_t> row{kBosId};
-    row.insert(row.end(), h->tokens.begin(), h->tokens.end());
-    if (!h->ended && !h->tokens.empty()) row.pop_back();  // no EOS row to predict
-    tgt_in.push_back(std::move(row));
-  }
-  const torch::Device device = scorer.device();
-  const auto weights =
-      scorer.attention(src.to(device), pad_sequences(tgt_in, kPadId).to(device));
-  auto w = weights[static_cast<size_t>(layer)];  // [B, heads, T, S]
-  w = o.attention_head < 0 ? w.mean(1) : w.select(1, o.attention_head);
-  w = w.to(torch::kCPU, torch::kFloat).contiguous();
+  for (const auto* h : best) tgt_in.push_back(decoder_input(h->tokens, h->ended));
+  const auto w = forced_attention(scorer, src_rows, tgt_in, layer, o.attention_head);
   const auto acc = w.accessor<float, 3>();
   for (size_t i = 0; i < best.size(); ++i) {
     AttentionMap map;
@@ -76,27 +86,17 @@ std::pair<size_t, size_t> piece_columns(const std::vector<int64_t>& src_row, int
   return {begin, src_row.size() - 1};  // the row ends with EOS
 }
 
-// One hypothesis' alignment as --alignment writes it, from its piece attention [T][S columns].
-std::string alignment_text(const std::vector<std::vector<float>>& attention,
-                           const std::vector<std::string>& source_pieces,
-                           const std::vector<std::string>& target_pieces,
-                           const std::string& source_line, const std::string& hypothesis,
-                           AlignmentMode mode) {
-  const auto src_words = words_of(source_line), tgt_words = words_of(hypothesis);
-  const auto S = static_cast<int64_t>(src_words.size()), T = static_cast<int64_t>(tgt_words.size());
-  std::vector<std::vector<float>> words;
+// One hypothesis' word alignment from its piece attention [T][S columns].
+WordAlignment word_alignment_of(const std::vector<std::vector<float>>& attention,
+                                const std::vector<std::string>& source_pieces,
+                                const std::vector<std::string>& target_pieces,
+                                const std::string& source_line, const std::string& hypothesis) {
+  WordAlignment a{words_of(source_line), words_of(hypothesis), {}};
+  const auto S = static_cast<int64_t>(a.source.size()), T = static_cast<int64_t>(a.target.size());
   if (S > 0 && T > 0)
-    words = word_alignment(attention, piece_words(target_pieces, T), T,
-                           piece_words(source_pieces, S), S);
-  if (mode == AlignmentMode::kHard) return format_alignment(hard_alignment(words));
-  // Four decimals: the weights of a soft alignment, not float noise.
-  nlohmann::json matrix = nlohmann::json::array();
-  for (const auto& row : words) {
-    matrix.push_back(nlohmann::json::array());
-    for (const float v : row) matrix.back().push_back(std::round(static_cast<double>(v) * 1e4) / 1e4);
-  }
-  nlohmann::json j = {{"source", src_words}, {"target", tgt_words}, {"alignment", matrix}};
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    a.weights = word_alignment(attention, piece_words(target_pieces, T), T,
+                               piece_words(source_pieces, S), S);
+  return a;
 }
 
 // Every hypothesis' word alignment, from one teacher-forced pass over all of them: the layer's
@@ -113,20 +113,14 @@ void attach_alignments(Scorer& scorer, const Vocabs& vocabs,
   std::vector<std::pair<size_t, size_t>> which;  // (sentence, hypothesis) of each row
   for (size_t i = 0; i < hyps.size(); ++i)
     for (size_t j = 0; j < hyps[i].size(); ++j) {
-      std::vector<int64_t> row{kBosId};
-      const auto& t = hyps[i][j].tokens;
-      if (t.empty()) continue;
-      row.insert(row.end(), t.begin(), t.end() - 1);  // the step that predicted each piece
+      if (hyps[i][j].tokens.empty()) continue;
       src.push_back(src_rows[i]);
-      tgt_in.push_back(std::move(row));
+      tgt_in.push_back(decoder_input(hyps[i][j].tokens, false));
       which.emplace_back(i, j);
     }
-  for (size_t i = 0; i < hyps.size(); ++i) results[i]->alignments.assign(results[i]->texts.size(), "");
+  for (size_t i = 0; i < hyps.size(); ++i) results[i]->alignments.assign(results[i]->texts.size(), {});
   if (which.empty()) return;
-  const torch::Device device = scorer.device();
-  const auto all = scorer.attention(pad_sequences(src, kPadId).to(device),
-                                    pad_sequences(tgt_in, kPadId).to(device));
-  const auto w = all[static_cast<size_t>(layer)].mean(1).to(torch::kCPU, torch::kFloat).contiguous();
+  const auto w = forced_attention(scorer, src, tgt_in, layer, -1);
   const auto acc = w.accessor<float, 3>();  // [rows, T, S]
   for (size_t r = 0; r < which.size(); ++r) {
     const auto [i, j] = which[r];
@@ -140,13 +134,19 @@ void attach_alignments(Scorer& scorer, const Vocabs& vocabs,
       for (size_t c = c0; c < c1; ++c)
         attention.back().push_back(acc[static_cast<int64_t>(r)][static_cast<int64_t>(t)][static_cast<int64_t>(c)]);
     }
-    results[i]->alignments[j] = alignment_text(attention, source_pieces, target_pieces,
-                                               source_lines[i], results[i]->texts[j], o.alignment);
+    results[i]->alignments[j] = word_alignment_of(attention, source_pieces, target_pieces,
+                                                  source_lines[i], results[i]->texts[j]);
   }
   // As the texts: a search that gave fewer hypotheses than nbest repeats its last.
   for (size_t i = 0; i < hyps.size(); ++i)
     for (size_t j = hyps[i].size(); j < results[i]->alignments.size() && j > 0; ++j)
       results[i]->alignments[j] = results[i]->alignments[j - 1];
+}
+
+std::shared_ptr<const PieceTexts> target_piece_texts(const Vocabs& vocabs) {
+  std::vector<std::string> all;
+  for (int id = 0; id < vocabs.tgt.size(); ++id) all.push_back(vocabs.tgt.piece(id));
+  return std::make_shared<const PieceTexts>(piece_texts(all));
 }
 
 std::string format_score(double score) {
@@ -306,7 +306,7 @@ int64_t translate_batch(Scorer& scorer, const Vocabs& vocabs,
     best.push_back(top);
     results.push_back(&t);
   }
-  if (options.attention) attach_attention(scorer, vocabs, src, rows, best, options, results);
+  if (options.attention) attach_attention(scorer, vocabs, rows, best, options, results);
   if (options.alignment != AlignmentMode::kNone)
     attach_alignments(scorer, vocabs, rows, batch_lines, hyps, options, results);
   for (auto* t : results) t->done = true;
@@ -326,14 +326,11 @@ std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
   std::vector<std::vector<int64_t>> ids;
   const std::vector<size_t> todo =
       encode_lines(scorer, vocabs, lines, options.source_prefix_id, ids, s);
-  PieceTexts pieces;
-  if (!terms.include.empty() || !terms.avoid.empty()) {
-    std::vector<std::string> all;
-    for (int id = 0; id < vocabs.tgt.size(); ++id) all.push_back(vocabs.tgt.piece(id));
-    pieces = piece_texts(all);
-  }
+  auto pieces = terms.pieces;
+  if (!pieces && (!terms.include.empty() || !terms.avoid.empty()))
+    pieces = target_piece_texts(vocabs);
   const auto sentence_terms =
-      encode_terms(scorer, vocabs, ids, terms, options, job.first_line, &pieces);
+      encode_terms(scorer, vocabs, ids, terms, options, job.first_line, pieces.get());
   // Beams (or samples) multiply the rows a batch decodes, so the budget covers all of them.
   std::vector<int64_t> widths;
   for (const size_t i : todo) widths.push_back(static_cast<int64_t>(ids[i].size()));
@@ -384,11 +381,7 @@ namespace {
 // A soft alignment's JSON line: its object with the hypothesis (and its score, and the input's
 // index in an n-best list). An empty line's object has no words.
 std::string soft_line(const Translation& r, size_t j, int64_t index, const StreamOptions& stream) {
-  const std::string& a = j < r.alignments.size() ? r.alignments[j] : std::string();
-  auto obj = a.empty() ? nlohmann::json{{"source", nlohmann::json::array()},
-                                        {"target", nlohmann::json::array()},
-                                        {"alignment", nlohmann::json::array()}}
-                       : nlohmann::json::parse(a);
+  auto obj = soft_alignment_object(j < r.alignments.size() ? r.alignments[j] : WordAlignment{});
   obj["translation"] = r.texts[j];
   if (stream.nbest || stream.scores) obj["score"] = std::stod(format_score(r.scores[j]));
   if (stream.nbest) obj["index"] = index;
@@ -405,7 +398,8 @@ void write_result(std::ostream& out, const Translation& r, int64_t index,
     // A hard alignment follows the hypothesis, as Marian writes it.
     const std::string text =
         alignment == AlignmentMode::kHard
-            ? r.texts[j] + " ||| " + (j < r.alignments.size() ? r.alignments[j] : "")
+            ? r.texts[j] + " ||| " +
+                  (j < r.alignments.size() ? hard_alignment_text(r.alignments[j]) : "")
             : r.texts[j];
     if (stream.nbest)
       out << index << " ||| " << text << " ||| " << format_score(r.scores[j]) << '\n';
@@ -435,6 +429,7 @@ TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader
                 std::to_string(stream.skip_lines) + " already translated");
   TermFiles term_files(options.constraints_file, options.avoid_file);
   term_files.skip(stream.skip_lines);
+  const auto pieces = term_files.active() ? target_piece_texts(vocabs) : nullptr;
   JobControl job;
   job.on_lines = stream.on_lines;
   job.stop_requested = stream.stop_requested;
@@ -443,6 +438,7 @@ TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader
     TranslateStats s;
     job.first_line = first_line;
     LineTerms terms;
+    terms.pieces = pieces;
     if (term_files.active())
       term_files.read(static_cast<int64_t>(chunk.size()), terms.include, terms.avoid);
     const auto results = translate_lines(scorer, vocabs, chunk, options, &s, job, terms);

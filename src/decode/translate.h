@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "text/vocabs.h"
 
 namespace nmt {
+
+struct PieceTexts;  // decode/terms.h
 
 struct TranslateOptions {
   int64_t batch_tokens = 4096;             // source-token budget of one batch
@@ -49,14 +52,16 @@ struct TranslateOptions {
 // vectors for none.
 struct LineTerms {
   std::vector<std::vector<std::string>> include, avoid;
+  // The target vocabulary's piece texts, built once per stream (translate_lines builds them
+  // when this is null).
+  std::shared_ptr<const PieceTexts> pieces;
 };
 
 struct Translation {
   std::vector<std::string> texts;         // n-best, best first; always search.nbest entries
   std::vector<double> scores;             // their scores (0 for an empty input line)
   std::optional<AttentionMap> attention;  // cross-attention of the best hypothesis
-  // With options.alignment, per hypothesis: "i-j ..." (hard) or a JSON object (soft).
-  std::vector<std::string> alignments;
+  std::vector<WordAlignment> alignments;  // with options.alignment, per hypothesis
   bool done = false;                      // translated (false: a stop came first)
 };
 
