@@ -2,7 +2,7 @@
 # Back-translation and distillation on Multi30k en→de, end to end, and one table of the results
 # (docs/workflows.md explains each step for your own data).
 #
-#   scripts/pipeline_multi30k.sh [--quick] [--work DIR]
+#   scripts/pipeline_multi30k.sh [--quick] [--work DIR] [--part all|bt|distill]
 #
 #   --quick   the same steps with small budgets, 2,000-line subsets of B and train, and
 #             200-line subsets of val and test: a smoke test (under 25 minutes on 2 cores); its
@@ -10,6 +10,8 @@
 #   --work    where every step's outputs go (default runs/pipeline_multi30k, with --quick
 #             runs/pipeline_multi30k_quick). A step whose outputs exist is skipped, and training
 #             runs and translations resume, so an interrupted pipeline continues where it stopped.
+#   --part    bt: only the back-translation rows (about 2 hours on 2 cores); distill: only the
+#             teacher and student rows (about 2.5 hours); all (the default): both, one table
 #
 # Environment: NMT (default build/nmt), THREADS (default 2).
 #
@@ -33,15 +35,21 @@ cd "$ROOT"
 
 QUICK=0
 WORK=""
+PART=all
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --work) WORK="$2"; shift ;;
-    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    --part) PART="$2"; shift ;;
+    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "pipeline_multi30k.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
+case "$PART" in
+  all | bt | distill) ;;
+  *) echo "pipeline_multi30k.sh: --part is all, bt or distill, not '$PART'" >&2; exit 2 ;;
+esac
 NMT="${NMT:-build/nmt}"
 THREADS="${THREADS:-2}"
 [[ -x "$NMT" ]] || { echo "pipeline_multi30k.sh: $NMT not built (run scripts/setup.sh)" >&2; exit 1; }
@@ -166,43 +174,50 @@ EN_DE=configs/multi30k_en_de.json
 DE_EN=configs/multi30k_de_en.json
 STUDENT=configs/multi30k_en_de_student.json
 
-# 2. Back-translation.
-run_once baseline $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de"
-run_once topline $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/B.en|$D/B.de"
-run_once de_en $DE_EN "$DE_EN_STEPS" 1 "$D/A.de|$D/A.en"
 translate_job() {  # OUTPUT CHECKPOINT... -- FLAGS...: resumable, with progress
   local out="$1"
   shift
   "$NMT" translate --threads "$THREADS" --output "$out" --resume --progress "$@"
 }
-once bt-beam.translate translate_job "$D/bt-beam.en" --checkpoint "$WORK/de_en" \
-  --input "$D/B.de" --beam 5
-once bt-sampling.translate translate_job "$D/bt-sampling.en" --checkpoint "$WORK/de_en" \
-  --input "$D/B.de" --sampling --seed 1
-run_once bt-beam $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/bt-beam.en|$D/B.de"
-run_once bt-sampling $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/bt-sampling.en|$D/B.de"
 
-# The better BT variant by validation BLEU (never the test set) gets the tag.
+# 2. Back-translation.
+back_translation() {
+  run_once baseline $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de"
+  run_once topline $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/B.en|$D/B.de"
+  run_once de_en $DE_EN "$DE_EN_STEPS" 1 "$D/A.de|$D/A.en"
+  once bt-beam.translate translate_job "$D/bt-beam.en" --checkpoint "$WORK/de_en" \
+    --input "$D/B.de" --beam 5
+  once bt-sampling.translate translate_job "$D/bt-sampling.en" --checkpoint "$WORK/de_en" \
+    --input "$D/B.de" --sampling --seed 1
+  run_once bt-beam $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/bt-beam.en|$D/B.de"
+  run_once bt-sampling $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/bt-sampling.en|$D/B.de"
+
+  # The better BT variant by validation BLEU (never the test set) gets the tag.
+  local beam sampling best=sampling
+  beam=$(val_bleu bt-beam)
+  sampling=$(val_bleu bt-sampling)
+  python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' \
+    "$beam" "$sampling" && best=beam
+  echo "$best" >"$WORK/bt-tagged.variant"
+  log "bt-tagged tags the $best back-translation (validation BLEU: beam $beam, sampling $sampling)"
+  run_once bt-tagged $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/bt-$best.en|$D/B.de|<BT>"
+}
 val_bleu() { python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["best_value"])' \
   "$WORK/$1/checkpoints/best/state.json"; }
-if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' \
-  "$(val_bleu bt-beam)" "$(val_bleu bt-sampling)"; then
-  BT_BEST=beam
-else
-  BT_BEST=sampling
-fi
-echo "$BT_BEST" >"$WORK/bt-tagged.variant"
-log "bt-tagged tags the $BT_BEST back-translation (validation BLEU: beam $(val_bleu bt-beam), sampling $(val_bleu bt-sampling))"
-run_once bt-tagged $EN_DE "$EN_DE_STEPS" 1 "$D/A.en|$D/A.de" "$D/bt-$BT_BEST.en|$D/B.de|<BT>"
 
 # 3. Distillation.
-run_once teacher-seed1 $EN_DE "$TEACHER_STEPS" 1 "$D/train.en|$D/train.de"
-run_once teacher-seed2 $EN_DE "$TEACHER_STEPS" 2 "$D/train.en|$D/train.de"
-once teacher.eval evaluate teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
-once distill.translate translate_job "$D/train.distilled.de" --checkpoint "$WORK/teacher-seed1" \
-  "$WORK/teacher-seed2" --input "$D/train.en" --beam 5
-run_once student-real $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.de"
-run_once student-distilled $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.distilled.de"
+distillation() {
+  run_once teacher-seed1 $EN_DE "$TEACHER_STEPS" 1 "$D/train.en|$D/train.de"
+  run_once teacher-seed2 $EN_DE "$TEACHER_STEPS" 2 "$D/train.en|$D/train.de"
+  once teacher.eval evaluate teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
+  once distill.translate translate_job "$D/train.distilled.de" \
+    --checkpoint "$WORK/teacher-seed1" "$WORK/teacher-seed2" --input "$D/train.en" --beam 5
+  run_once student-real $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.de"
+  run_once student-distilled $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.distilled.de"
+}
+
+[[ $PART == distill ]] || back_translation
+[[ $PART == bt ]] || distillation
 
 # 4. Scores on test_2016_flickr and speeds.
 # Sentences/s of beam 5 over test_2016_flickr (1,000 lines): the better of two runs.
@@ -220,18 +235,16 @@ speed() {  # NAME CHECKPOINT...
   done
   echo "$best" >"$WORK/$name.speed"
 }
-for name in baseline bt-beam bt-sampling bt-tagged topline teacher-seed1 teacher-seed2 \
-  student-real student-distilled; do
-  once "$name.eval" evaluate "$name" "$WORK/$name"
-done
-for name in teacher-seed1 student-real student-distilled; do
-  once "$name.speed" speed "$name" "$WORK/$name"
-done
-once teacher.speed speed teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
+if [[ $PART != bt ]]; then
+  for name in teacher-seed1 student-real student-distilled; do
+    once "$name.speed" speed "$name" "$WORK/$name"
+  done
+  once teacher.speed speed teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
+fi
 
-python3 - "$WORK" "$BT_BEST" <<'PY' | tee "$WORK/table.md"
+python3 - "$WORK" "$PART" <<'PY' | tee "$WORK/table.md"
 import json, os, re, sys
-work, bt_best = sys.argv[1], sys.argv[2]
+work, part = sys.argv[1], sys.argv[2]
 
 def pairs(run):
     for line in open(f"{work}/{run}/train.log"):
@@ -246,15 +259,19 @@ def budget(run):
     s = json.load(open(f"{ck}/{last}/state.json"))
     return f"{s['step']:,} steps, {s['elapsed_s'] / 60:.0f} min"
 
-rows = [("baseline", "baseline", "A"), ("bt-beam", "bt-beam", "A + BT(B), beam"),
-        ("bt-sampling", "bt-sampling", "A + BT(B), sampling"),
-        ("bt-tagged", "bt-tagged", f"A + BT(B), {bt_best}, tagged"),
-        ("topline", "topline", "A + B, real English"),
-        ("teacher", None, "ensemble of teacher-1 and teacher-2"),
-        ("teacher-1", "teacher-seed1", "recipe, seed 1"),
-        ("teacher-2", "teacher-seed2", "recipe, seed 2"),
-        ("student-real", "student-real", "train, real targets"),
-        ("student-distilled", "student-distilled", "train, teacher's beam-5 targets")]
+rows = []
+if part != "distill":
+    bt_best = open(f"{work}/bt-tagged.variant").read().strip()
+    rows += [("baseline", "baseline", "A"), ("bt-beam", "bt-beam", "A + BT(B), beam"),
+             ("bt-sampling", "bt-sampling", "A + BT(B), sampling"),
+             ("bt-tagged", "bt-tagged", f"A + BT(B), {bt_best}, tagged"),
+             ("topline", "topline", "A + B, real English")]
+if part != "bt":
+    rows += [("teacher", None, "ensemble of teacher-1 and teacher-2"),
+             ("teacher-1", "teacher-seed1", "recipe, seed 1"),
+             ("teacher-2", "teacher-seed2", "recipe, seed 2"),
+             ("student-real", "student-real", "train, real targets"),
+             ("student-distilled", "student-distilled", "train, teacher's beam-5 targets")]
 speeds = {"teacher": "teacher", "teacher-1": "teacher-seed1",
           "student-real": "student-real", "student-distilled": "student-distilled"}
 print("| row | data | training pairs | budget | BLEU (beam 5) | chrF2 | sentences/s |")
