@@ -206,20 +206,6 @@ val_bleu() { python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv
   "$WORK/$1/checkpoints/best/state.json"; }
 
 # 3. Distillation.
-distillation() {
-  run_once teacher-seed1 $EN_DE "$TEACHER_STEPS" 1 "$D/train.en|$D/train.de"
-  run_once teacher-seed2 $EN_DE "$TEACHER_STEPS" 2 "$D/train.en|$D/train.de"
-  once teacher.eval evaluate teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
-  once distill.translate translate_job "$D/train.distilled.de" \
-    --checkpoint "$WORK/teacher-seed1" "$WORK/teacher-seed2" --input "$D/train.en" --beam 5
-  run_once student-real $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.de"
-  run_once student-distilled $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.distilled.de"
-}
-
-[[ $PART == distill ]] || back_translation
-[[ $PART == bt ]] || distillation
-
-# 4. Scores on test_2016_flickr and speeds.
 # Sentences/s of beam 5 over test_2016_flickr (1,000 lines): the better of two runs.
 speed() {  # NAME CHECKPOINT...
   local name="$1"
@@ -235,13 +221,26 @@ speed() {  # NAME CHECKPOINT...
   done
   echo "$best" >"$WORK/$name.speed"
 }
-if [[ $PART != bt ]]; then
+
+distillation() {
+  run_once teacher-seed1 $EN_DE "$TEACHER_STEPS" 1 "$D/train.en|$D/train.de"
+  run_once teacher-seed2 $EN_DE "$TEACHER_STEPS" 2 "$D/train.en|$D/train.de"
+  once teacher.eval evaluate teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
+  once distill.translate translate_job "$D/train.distilled.de" \
+    --checkpoint "$WORK/teacher-seed1" "$WORK/teacher-seed2" --input "$D/train.en" --beam 5
+  run_once student-real $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.de"
+  run_once student-distilled $STUDENT "$STUDENT_STEPS" 1 "$D/train.en|$D/train.distilled.de"
+  local name
   for name in teacher-seed1 student-real student-distilled; do
     once "$name.speed" speed "$name" "$WORK/$name"
   done
   once teacher.speed speed teacher "$WORK/teacher-seed1" "$WORK/teacher-seed2"
-fi
+}
 
+[[ $PART == distill ]] || back_translation
+[[ $PART == bt ]] || distillation
+
+# 4. The table.
 python3 - "$WORK" "$PART" <<'PY' | tee "$WORK/table.md"
 import json, os, re, sys
 work, part = sys.argv[1], sys.argv[2]
