@@ -1,15 +1,23 @@
-# Shared by the bench_*.sh scripts (sourced from the repository root, not run).
+# Shared by the bench_*.sh and Multi30k scripts (sourced from the repository root, with ROOT set
+# to it; not run).
 
 # require_nmt: stop with a hint when build/nmt has not been built.
 require_nmt() {
   [[ -x build/nmt ]] || { echo "build/nmt is missing: run scripts/setup.sh" >&2; exit 1; }
 }
 
-# ensure_multi30k [FILE]: copy Multi30k in from ../shared when FILE (default
-# data/multi30k/train.de) is missing or empty.
+# ensure_multi30k [FILE]: the rule every script finds Multi30k by. The data is data/multi30k;
+# when FILE (default data/multi30k/train.de) is missing or empty, scripts/get_data.sh fills it,
+# copying from $NMT_DATA_FROM when set, else from ../shared/data/multi30k when that exists, else
+# downloading.
 ensure_multi30k() {
-  if [[ ! -s "${1:-data/multi30k/train.de}" ]]; then
-    scripts/get_data.sh multi30k --from "$ROOT/../shared/data/multi30k"
+  [[ -s "${1:-data/multi30k/train.de}" ]] && return 0
+  local from="${NMT_DATA_FROM:-}"
+  [[ -z $from && -d $ROOT/../shared/data/multi30k ]] && from="$ROOT/../shared/data/multi30k"
+  if [[ -n $from ]]; then
+    scripts/get_data.sh multi30k --from "$from"
+  else
+    scripts/get_data.sh multi30k
   fi
 }
 

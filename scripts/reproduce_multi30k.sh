@@ -14,7 +14,7 @@
 #              (RUN-ensemble.{beam,greedy}.json) beside each run's own rows.
 #
 # Data: data/multi30k when present; else copied from $NMT_DATA_FROM or ../shared/data/multi30k
-# when one exists, else downloaded by scripts/get_data.sh.
+# when one exists, else downloaded by scripts/get_data.sh (scripts/bench_lib.sh's ensure_multi30k).
 # Prints a summary and writes RUN_DIR/test_2016_flickr.{beam,greedy}.{json,hyp}.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,15 +45,8 @@ NMT="${NMT:-build/nmt}"
 [[ -x "$NMT" ]] || { echo "reproduce_multi30k.sh: $NMT not built (run scripts/setup.sh)" >&2; exit 1; }
 
 # 1. Data.
-if [[ ! -s data/multi30k/test_2016_flickr.$TGT ]]; then
-  FROM="${NMT_DATA_FROM:-}"
-  [[ -z "$FROM" && -d ../shared/data/multi30k ]] && FROM=../shared/data/multi30k
-  if [[ -n "$FROM" ]]; then
-    scripts/get_data.sh multi30k --from "$FROM"
-  else
-    scripts/get_data.sh multi30k
-  fi
-fi
+source scripts/bench_lib.sh
+ensure_multi30k "data/multi30k/test_2016_flickr.$TGT"
 
 # With SEEDS: each seed's run is this script's, then the ensemble of their chosen checkpoints.
 if [[ -n "${SEEDS:-}" ]]; then
