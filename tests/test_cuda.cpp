@@ -220,8 +220,10 @@ TEST_F(Cuda, GreedyAndBeamSearchMatchTheCpu) {
     o.length_penalty = 0.6;
     o.max_len_a = 1.0;
     o.max_len_b = 4;
-    const auto a = search(cpu, src, o);
-    const auto b = search(cuda, src.to(gpu), o);
+    o.mode = resolve_search_mode(o, false);
+    ModelScorer cpu_beam(cpu), cuda_beam(cuda);
+    const auto a = search(cpu_beam, src, o);
+    const auto b = search(cuda_beam, src.to(gpu), o);
     ASSERT_EQ(a.size(), b.size());
     int differ = 0;
     for (size_t i = 0; i < a.size(); ++i) {
@@ -246,6 +248,7 @@ TEST_F(Cuda, SamplingMatchesTheCpu) {
   o.nbest = 2;
   o.max_len_a = 1.0;
   o.max_len_b = 4;
+  o.mode = resolve_search_mode(o, false);
   ModelScorer cpu_scorer(cpu), cuda_scorer(cuda);
   const auto a = search(cpu_scorer, src, o);
   const auto b = search(cuda_scorer, src.to(gpu), o);
@@ -268,8 +271,9 @@ TEST_F(Cuda, ConstrainedSearchMatchesTheCpu) {
   o.max_len_a = 1.0;
   o.max_len_b = 4;
   std::vector<SentenceTerms> terms(12);
-  for (size_t i = 0; i < terms.size(); i += 2) terms[i].include = {{7, 8}, {9}};
+  for (size_t i = 0; i < terms.size(); i += 2) terms[i].constraints = {{7, 8}, {9}};
   for (size_t i = 1; i < terms.size(); i += 3) terms[i].avoid = {{5}, {6, 7}};
+  o.mode = resolve_search_mode(o, true);
   ModelScorer cpu_scorer(cpu), cuda_scorer(cuda);
   const auto a = search(cpu_scorer, src, o, {}, terms);
   const auto b = search(cuda_scorer, src.to(gpu), o, {}, terms);

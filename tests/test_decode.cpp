@@ -8,6 +8,8 @@
 #include "cli/decode_flags.h"
 #include "data/tensors.h"
 #include "decode/search.h"
+#include "decode/top_candidates.h"
+#include "search_helpers.h"
 #include "helpers.h"
 #include "model/transformer.h"
 #include "model_helpers.h"
@@ -350,6 +352,91 @@ TEST(DecodeOptions, FlagsOverTheCheckpointsDecodeSection) {
   EXPECT_EQ(o.translate.batch_workers, 1);
 }
 
+// The strategy is chosen once, where the options are made, from the flags over the checkpoint's
+// decode section; each SearchMode from its flags, and each conflict refused there, naming the
+// flag. Search then dispatches on the mode alone.
+TEST(DecodeOptions, EachSearchModeIsChosenFromTheFlagsOnce) {
+  DecodeConfig config;
+  config.beam_size = 5;
+  config.length_penalty = 0.6;
+  int reads = 0;
+  auto options = [&](const DecodeFlags& flags) {
+    reads = 0;
+    auto o = decode_options(flags, [&] {
+      ++reads;
+      return config;
+    });
+    EXPECT_EQ(reads, 1);
+    return o.translate.search;
+  };
+  nmt_test::TempDir dir;
+  const std::string phrases = dir / "constraints.txt";
+  nmt_test::write_text(phrases, "Hund\n");
+  DecodeFlags f;
+  EXPECT_EQ(options(f).mode, SearchMode::kBeam);  // the config's beam 5
+  f.beam = 1;
+  EXPECT_EQ(options(f).mode, SearchMode::kGreedy);
+  f = {};
+  f.constraints = phrases;
+  EXPECT_EQ(options(f).mode, SearchMode::kConstrainedBeam);
+  f = {};
+  f.sampling.enabled = true;
+  f.nbest = 3;
+  const SearchOptions sampling = options(f);
+  EXPECT_EQ(sampling.mode, SearchMode::kSampling);
+  EXPECT_EQ(sampling.beam_size, 1);  // not the config's 5
+  EXPECT_EQ(sampling.nbest, 3);
+  EXPECT_EQ(sampling.length_penalty, 0.0);  // a sample scores its log-probability
+  EXPECT_EQ(rows_per_sentence(sampling), 3);
+  // The config path (validation) resolves too.
+  EXPECT_EQ(translate_options(config).search.mode, SearchMode::kBeam);
+  EXPECT_EQ(translate_options(config, 1).search.mode, SearchMode::kGreedy);
+  auto refused = [&](const DecodeFlags& flags, const std::string& message) {
+    try {
+      decode_options(flags, [&] { return config; });
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  f = {};
+  f.constraints = phrases;
+  f.beam = 1;
+  refused(f, "--constraints needs beam search: give --beam 2 or more");
+  f.beam = 0;
+  f.sampling.enabled = true;
+  refused(f, "--constraints needs beam search: drop --sampling");
+  f = {};
+  f.sampling.enabled = true;
+  f.beam = 3;
+  refused(f, "--sampling draws one token a step");
+  f = {};
+  f.nbest = 6;
+  refused(f, "--nbest 6 exceeds the beam size 5");
+  f = {};
+  f.sampling.enabled = true;
+  f.sampling.temperature = 0;
+  refused(f, "--temperature");
+}
+
+// search() runs the strategy the mode names, whatever the other fields say.
+TEST(Search, DispatchesOnTheModeAlone) {
+  auto model = random_model(small("pre", "sinusoidal"), 30, 3);
+  const auto src = random_source(5, 30, 6);
+  ModelScorer scorer(model);
+  SearchOptions o;
+  o.max_len_b = 4;
+  o.beam_size = 4;
+  o.mode = SearchMode::kGreedy;
+  const auto greedy = search(scorer, src, o);
+  const auto reference = greedy_search(scorer, src, o);
+  for (size_t i = 0; i < greedy.size(); ++i) EXPECT_EQ(greedy[i][0].tokens, reference[i][0].tokens);
+  std::vector<SentenceTerms> terms(5);
+  terms[1].constraints = {{7}};
+  o.mode = SearchMode::kBeam;
+  EXPECT_THROW(search(scorer, src, o, {}, terms), Error);  // constraints need their mode
+}
+
 // auto, the default, is bf16 on a CPU with bfloat16 products and fp32 elsewhere.
 TEST(DecodeOptions, PrecisionAutoIsTheDefault) {
   DecodeFlags flags;
@@ -378,10 +465,10 @@ TEST(DecodeOptions, BadFlagsAreRefusedBeforeTheConfigIsRead) {
   refused(f, "--threads must be >= 0");
   f = {};
   f.parallel = "threads";
-  refused(f, "--parallel must be auto, batches or ops");
+  refused(f, "--parallel: must be one of \"auto\", \"batches\", \"ops\", got \"threads\"");
   f = {};
   f.quantize = "int4";
-  refused(f, "--quantize must be int8");
+  refused(f, "--quantize: must be one of \"int8\", got \"int4\"");
   f = {};
   f.device = "gpu";
   refused(f, "--device: unknown device");

@@ -13,7 +13,7 @@
 
 #include "helpers.h"
 #include "util/net.h"
-#include "dist/group.h"
+#include "group/group.h"
 #include "train/metrics_log.h"
 #include "util/blas.h"
 #include "util/util.h"

@@ -9,6 +9,7 @@
 
 #include "decode/scorer.h"
 #include "decode/search.h"
+#include "search_helpers.h"
 #include "helpers.h"
 #include "model_helpers.h"
 #include "quickstart_run.h"
@@ -72,6 +73,7 @@ TEST(Ensemble, OneMemberIsTheModelToTheBit) {
     o.beam_size = beam;
     o.nbest = beam;
     o.length_penalty = 0.6;
+    o.mode = resolve_search_mode(o, false);
     expect_same_hypotheses(search(*e, src, o), search(m, src, o), /*scores=*/true);
   }
 }
@@ -114,6 +116,7 @@ TEST(Ensemble, TwoCopiesSearchLikeOneModel) {
   const auto src = nmt_test::random_source(6, 30, 8);
   SearchOptions o;
   o.beam_size = 4;
+  o.mode = resolve_search_mode(o, false);
   expect_same_hypotheses(search(*e, src, o), search(m, src, o), /*scores=*/false);
 }
 

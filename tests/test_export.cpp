@@ -375,7 +375,7 @@ TEST(Ctranslate2Export, QuantizationIsStoredAsTheConverterStoresIt) {
   for (const auto& [n, v] : f16.variables) EXPECT_EQ(v.dtype, v.shape.empty() ? v.dtype : 4) << n;
   EXPECT_EQ(f16.variables.at(name).dtype, 4);
   EXPECT_EQ(f16.variables.at("encoder/pre_norm").dtype, 1);  // scalars keep their type
-  EXPECT_THROW(parse_ct2_quantization("int4"), Error);
+  EXPECT_THROW(parse_choice<Ct2Quantization>("int4", "--quantization"), Error);
 }
 
 TEST(Ctranslate2Export, RnnIsRefusedWithTheReason) {

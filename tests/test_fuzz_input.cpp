@@ -16,6 +16,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "config/config.h"
+#include "decode/output.h"
 #include "decode/translate.h"
 #include "fuzz_helpers.h"
 #include "helpers.h"
@@ -169,15 +170,17 @@ TEST_F(QuickstartRun, FuzzedInputKeepsOneOutputLinePerInputLine) {
     o.batch_tokens = r.pick(budgets);
     nmt::StreamOptions s;
     s.chunk_lines = 1 + static_cast<int64_t>(r.below(4));
-    s.nbest = o.search.beam_size > 1 && r.chance(0.3);
-    s.scores = !s.nbest && r.chance(0.3);
-    o.search.nbest = s.nbest ? o.search.beam_size : 1;
+    nmt::OutputOptions w;
+    w.nbest = o.search.beam_size > 1 && r.chance(0.3);
+    w.scores = !w.nbest && r.chance(0.3);
+    o.search.nbest = w.nbest ? o.search.beam_size : 1;
     nmt_test::write_text(path("case.txt"), text);
     nmt::LineReader in(path("case.txt"));
     std::ostringstream out;
     nmt::TranslateStats stats;
     try {
-      stats = nmt::translate_stream(m, in, out, o, s);
+      nmt::ModelScorer scorer(m.model);
+      stats = nmt::translate_stream(scorer, m.vocabs, in, out, o, s, w);
     } catch (const std::exception& e) {
       FAIL() << "seed " << seed << " case " << i << ": " << e.what();
     }

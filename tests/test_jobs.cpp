@@ -2,14 +2,17 @@
 // translations that report progress, stop on signals and resume.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 
 #include "ckpt/checkpoint.h"
 #include "data/tensors.h"
-#include "decode/score.h"
+#include "decode/forced.h"
 #include "decode/search.h"
 #include "helpers.h"
 #include "quickstart_run.h"
@@ -195,4 +198,42 @@ TEST_F(QuickstartRun, KilledJobsResumeByteIdentical) {
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.back(), '\n');
   EXPECT_EQ(read_text(path("whole.txt")).compare(0, text.size(), text), 0);
+}
+
+// One writer per output file: while a job writes FILE (here waiting for its input), a second job
+// on FILE, fresh or --resume, fails at once naming the file and the first job's pid, and
+// touches nothing; the first finishes its output, and the file is free again after it.
+TEST_F(QuickstartRun, SecondJobOnOneOutputIsRefused) {
+  const std::string fifo = path("input.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Open for the first job to read from, and not inherited by the jobs (CLOEXEC): its input
+  // ends when this test closes it.
+  const int writer = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(writer, 0);
+  const std::string out = path("out.txt"), log = path("first.log");
+  const pid_t first = nmt_test::spawn(translate("--input " + fifo + " --output " + out) + " 2>" +
+                                      log);
+  ASSERT_GT(first, 0);
+  ASSERT_TRUE(nmt_test::wait_for(
+      [&] { return nmt_test::read_text(log).find("loaded") != std::string::npos; }, 60))
+      << nmt_test::read_text(log);
+  for (const std::string resume : {"", " --resume"}) {
+    const auto r = run_command(translate("--input " + data() + "/test.en --output " + out + resume));
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("nmt: error: " + out + " is being written by pid " +
+                            std::to_string(first)),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(file_size(out), 0) << "the refused job" << resume << " wrote to the file";
+  }
+  const std::string lines = "twelve\nthree hundred four\n";
+  ASSERT_EQ(::write(writer, lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  ::close(writer);
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << nmt_test::read_text(log);
+  EXPECT_EQ(nmt_test::read_lines_of(out).size(), 2u);
+  const auto again = run_command(translate("--input " + data() + "/test.en --output " + out));
+  EXPECT_EQ(again.status, 0) << again.output;
 }

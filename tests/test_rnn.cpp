@@ -10,6 +10,7 @@
 #include "config/parse.h"
 #include "data/tensors.h"
 #include "decode/search.h"
+#include "search_helpers.h"
 #include "golden_helpers.h"
 #include "helpers.h"
 #include "model/rnn.h"

@@ -145,6 +145,7 @@ TEST(SampleSearch, BatchIndependentScoredByTheModelAndSeeded) {
   o.max_len_a = 1.0;
   o.max_len_b = 4;
   const std::vector<int64_t> lines{10, 11, 12, 13, 14, 15};
+  o.mode = resolve_search_mode(o, false);
   const auto batch = search(scorer, src, o, lines);
   ASSERT_EQ(batch.size(), 6u);
   int differing = 0;
@@ -165,5 +166,5 @@ TEST(SampleSearch, BatchIndependentScoredByTheModelAndSeeded) {
   for (size_t i = 0; i < 6; ++i) changed += other[i][0].tokens != batch[i][0].tokens;
   EXPECT_GE(changed, 3);
   o.beam_size = 2;
-  EXPECT_THROW(search(scorer, src, o, lines), Error);
+  EXPECT_THROW(resolve_search_mode(o, false), Error);
 }

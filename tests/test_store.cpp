@@ -16,6 +16,7 @@
 #include "config/parse.h"
 #include "data/batching.h"
 #include "data/prepare.h"
+#include "data/vocab_sample.h"
 #include "data/store.h"
 #include "helpers.h"
 #include "util/util.h"

@@ -182,7 +182,7 @@ TEST(Tags, VocabularyWithoutTheTagIsRefused) {
   EXPECT_FALSE(std::filesystem::exists(dir / "store"));
 }
 
-// translate_lines with source_prefix_id decodes what search decodes from [tag] + pieces + EOS,
+// translate_lines with tag_id decodes what search decodes from [tag] + pieces + EOS,
 // and the tag counts toward the model's input limit.
 TEST(Tags, TranslateLinesPutsTheTagIdFirst) {
   const Vocabs vocabs = tiny_vocabs({"<BT>"});
@@ -196,9 +196,10 @@ TEST(Tags, TranslateLinesPutsTheTagIdFirst) {
   ModelScorer scorer(nmt_test::random_model(mc, vocabs.src.size(), 7));
   TranslateOptions o;
   o.search.beam_size = 2;
-  o.source_prefix_id = bt;
+  o.search.mode = SearchMode::kBeam;
+  o.tag_id = bt;
   TranslateOptions untagged = o;
-  untagged.source_prefix_id = -1;
+  untagged.tag_id = -1;
   for (size_t i = 0; i < lines.size(); ++i) {
     TranslateStats with_tag, without;
     const auto got = translate_lines(scorer, vocabs, {lines[i]}, o, &with_tag);

@@ -8,6 +8,7 @@
 #include "decode/alignment.h"
 #include "decode/search.h"
 #include "decode/terms.h"
+#include "search_helpers.h"
 #include "helpers.h"
 #include "model/transformer.h"
 #include "model_helpers.h"
@@ -143,8 +144,8 @@ TEST(Alignment, PiecesToWordsAndHardLinks) {
   // Target word 0 attends source word 0 most (0.6), but target word 1 attends it more (0.9):
   // word 0 gets 0.36 / 1.5 = 0.24 for source 0 and 0.16 / 0.5 = 0.32 for source 1.
   EXPECT_EQ(format_alignment(hard_alignment({{0.6f, 0.4f}, {0.9f, 0.1f}})), "1-0 0-1");
-  EXPECT_EQ(parse_alignment_mode("soft"), AlignmentMode::kSoft);
-  EXPECT_THROW(parse_alignment_mode("fast"), Error);
+  EXPECT_EQ(parse_choice<AlignmentMode>("soft", "--alignment"), AlignmentMode::kSoft);
+  EXPECT_THROW(parse_choice<AlignmentMode>("fast", "--alignment"), Error);
 }
 
 // Every constrained hypothesis contains its phrases; sentences without terms decode as without
@@ -160,11 +161,11 @@ TEST(Search, ConstrainedAndAvoidingBeams) {
   o.max_len_b = 4;
   const auto plain = search(model, src, o);
   std::vector<SentenceTerms> terms(6);
-  terms[0].include = {{7, 8}};
-  terms[2].include = {{9}, {10, 11, 12}};
+  terms[0].constraints = {{7, 8}};
+  terms[2].constraints = {{9}, {10, 11, 12}};
   terms[3].avoid = {std::vector<int64_t>{plain[3][0].tokens[0]}};
   ModelScorer scorer(model);
-  const auto out = search(scorer, src, o, {}, terms);
+  const auto out = search(scorer, src, resolved(o, true), {}, terms);
   // The best hypothesis is complete; an n-best entry that lacks pieces comes after those that
   // do not (beam 4 has fewer beams than sentence 2 has banks).
   for (const int i : {0, 2}) {
@@ -172,7 +173,7 @@ TEST(Search, ConstrainedAndAvoidingBeams) {
     for (size_t j = 0; j < out[i].size(); ++j) {
       if (j > 0) EXPECT_GE(out[i][j].unmet, out[i][j - 1].unmet);
       if (out[i][j].unmet > 0) continue;
-      for (const auto& p : terms[i].include)
+      for (const auto& p : terms[i].constraints)
         EXPECT_TRUE(contains(out[i][j].tokens, p)) << "sentence " << i;
     }
   }
@@ -187,8 +188,10 @@ TEST(Search, ConstrainedAndAvoidingBeams) {
   o.nbest = 1;
   std::vector<SentenceTerms> avoid_only(6);
   avoid_only[3] = terms[3];
-  EXPECT_FALSE(contains(search(scorer, src, o, {}, avoid_only)[3][0].tokens, terms[3].avoid[0]));
-  EXPECT_THROW(search(scorer, src, o, {}, terms), Error);
+  EXPECT_FALSE(
+      contains(search(scorer, src, resolved(o), {}, avoid_only)[3][0].tokens, terms[3].avoid[0]));
+  EXPECT_THROW(resolved(o, true), Error);
+  EXPECT_THROW(search(scorer, src, resolved(o), {}, terms), Error);
 }
 
 // translate --constraints, --avoid and --alignment through the binary on the quickstart model.

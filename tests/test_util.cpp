@@ -3,6 +3,7 @@
 #include "helpers.h"
 #include "util/io.h"
 #include "util/line_reader.h"
+#include "util/lock.h"
 #include "util/util.h"
 
 using namespace nmt;
@@ -203,4 +204,23 @@ TEST(Files, DirLockIsExclusiveAndNamesItsHolder) {
   DirLock after(dir.path(), "nmt train");  // released with the first
   EXPECT_EQ(error_of([&] { DirLock missing(dir / "missing", "nmt train"); }),
             "cannot write " + (dir / "missing") + ": No such file or directory");
+}
+
+// Two jobs never write one output file: the second is refused with the file and the holder's
+// pid, the file is neither truncated nor created twice, and the lock goes with its holder.
+TEST(Files, FileLockIsExclusiveAndNamesItsHolder) {
+  nmt_test::TempDir dir;
+  const std::string out = dir / "out.txt";
+  nmt_test::write_text(out, "kept\n");
+  {
+    FileLock lock(out);
+    const std::string error = error_of([&] { FileLock second(out); });
+    EXPECT_EQ(error.rfind(out + " is being written by pid " + std::to_string(::getpid()), 0), 0u)
+        << error;
+    EXPECT_EQ(nmt_test::read_text(out), "kept\n");
+  }
+  FileLock after(out);  // released with the first
+  FileLock fresh(dir / "new.txt");  // created when missing
+  EXPECT_TRUE(std::filesystem::exists(dir / "new.txt"));
+  EXPECT_THROW(FileLock(dir / "missing/out.txt"), Error);
 }

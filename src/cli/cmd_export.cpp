@@ -21,16 +21,16 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--checkpoint", args->checkpoint,
                   "Checkpoint directory, or a run directory (its best checkpoint)")
       ->required();
-  cmd->add_option("--format", args->format, "Target format: ctranslate2")->required();
+  cmd->add_option("--format", args->format, "Target format, one of " + choice_list<ExportFormat>())
+      ->required();
   cmd->add_option("--output", args->output, "Model directory to write")->required();
   cmd->add_option("--quantization", args->quantization,
-                  "Weights as float32 (default), int8, int16 or float16");
+                  "Weights as one of " + choice_list<Ct2Quantization>() + " (default: float32)");
   cmd->add_flag("--force", args->force, "Replace an existing --output directory");
   cmd->callback([args] {
     setup_logging();
-    if (args->format != "ctranslate2")
-      throw Error("--format must be ctranslate2, not \"" + args->format + "\"");
-    const auto quantization = parse_ct2_quantization(args->quantization);
+    parse_choice<ExportFormat>(args->format, "--format");  // one format so far
+    const auto quantization = parse_choice<Ct2Quantization>(args->quantization, "--quantization");
     export_ctranslate2(args->checkpoint, args->output, quantization, args->force);
     spdlog::info("wrote the CTranslate2 model {} ({})", args->output, args->quantization);
   });

@@ -8,6 +8,7 @@
 #include "config/parse.h"
 #include "config/validate.h"
 #include "data/prepare.h"
+#include "data/vocab_sample.h"
 #include "util/io.h"
 #include "util/log.h"
 #include "util/util.h"

@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/decode_flags.h"
-#include "decode/score.h"
+#include "decode/forced.h"
 #include "util/io.h"
 #include "util/line_reader.h"
 #include "util/log.h"
@@ -39,7 +39,7 @@ void run_score(const ScoreArgs& args) {
   o.precision = options.translate.precision;
   o.normalize = args.normalize;
   o.chunk_lines = args.chunk_lines;
-  o.source_prefix_id = d.translate.source_prefix_id;
+  o.tag_id = d.translate.tag_id;
   OutFileStream out(out_file);
   const auto start = std::chrono::steady_clock::now();
   const ScoreStats stats = score_stream(*d.scorer, d.first().vocabs, src, tgt, out, o);

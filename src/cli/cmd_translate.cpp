@@ -17,10 +17,11 @@
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/decode_flags.h"
-#include "decode/sampling.h"
+#include "decode/output.h"
 #include "decode/translate.h"
 #include "util/io.h"
 #include "util/line_reader.h"
+#include "util/lock.h"
 #include "util/log.h"
 #include "util/signals.h"
 #include "util/util.h"
@@ -33,7 +34,6 @@ struct TranslateArgs {
   std::string input;
   std::string output;
   DecodeFlags decode;
-  int64_t nbest = 0;
   bool scores = false;
   std::string attention_out;
   int64_t attention_layer = -1;
@@ -41,43 +41,28 @@ struct TranslateArgs {
   std::string alignment;  // "" (none), hard or soft
   int64_t alignment_layer = -1;
   int64_t chunk_lines = 1000;
-  SamplingOptions sampling;
   bool progress = false;
   bool resume = false;
 };
 
-// The checkpoints and decoding options, resolved once: the shared flags over the checkpoint's
-// decode section, then translate's own (n-best, attention). Throws Error on a bad flag before
-// anything loads.
+// The checkpoints and decoding options, resolved once: the shared flags (the search's among
+// them) over the checkpoint's decode section, then translate's own (attention, alignments).
+// Throws Error on a bad flag before anything loads.
 DecodeRequest translate_request(const TranslateArgs& args) {
   if (args.chunk_lines < 1) throw Error("--chunk-lines must be >= 1");
-  if (args.nbest < 0) throw Error("--nbest must be >= 1");
   if (args.attention_layer < -1 || args.attention_head < -1)
     throw Error("--attention-layer and --attention-head must be >= 0");
+  if (args.resume && args.output.empty())
+    throw Error("--resume needs --output, the file to continue");
   DecodeRequest request = decode_request(args.decode, args.checkpoints);
   DecodeOptions& options = request.options;
-  auto& search = options.translate.search;
-  search.nbest = args.nbest > 0 ? args.nbest : 1;
-  if (args.resume && args.output.empty()) throw Error("--resume needs --output, the file to continue");
-  if (args.sampling.enabled) {
-    check_sampling_options(args.sampling);
-    if (args.decode.beam > 1)
-      throw Error("--sampling draws one token a step: drop --beam (or give --beam 1)");
-    search.beam_size = 1;
-    search.sampling = args.sampling;
-    // A sample's score is its log-probability, as nmt score gives it, unless a penalty is asked.
-    if (args.decode.length_penalty < 0) search.length_penalty = 0.0;
-  } else if (search.nbest > search.beam_size)
-    throw Error("--nbest " + std::to_string(search.nbest) + " exceeds the beam size " +
-                std::to_string(search.beam_size) + " (raise --beam)");
   options.translate.attention = !args.attention_out.empty();
   options.translate.attention_layer = args.attention_layer;
   options.translate.attention_head = args.attention_head;
-  if (!args.alignment.empty()) options.translate.alignment = parse_alignment_mode(args.alignment);
+  if (!args.alignment.empty())
+    options.translate.alignment = parse_choice<AlignmentMode>(args.alignment, "--alignment");
   if (args.alignment_layer < -1) throw Error("--alignment-layer must be >= 0");
   options.translate.alignment_layer = args.alignment_layer;
-  if (args.sampling.enabled && !args.decode.constraints.empty())
-    throw Error("--constraints needs beam search: drop --sampling");
   return request;
 }
 
@@ -179,13 +164,19 @@ void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
   // Files first: a missing input or an unwritable output is refused before the model loads.
   const std::string input = args.input.empty() ? "-" : args.input;
   LineReader in(input);  // plain or gzip; "-": stdin
+  // One writer per output file: a second job on it (or a --resume while the first runs) is
+  // refused before it reads or truncates anything.
+  std::optional<FileLock> output_lock;
+  if (!args.output.empty()) output_lock.emplace(args.output);
   StreamOptions stream;
   stream.chunk_lines = args.chunk_lines;
-  stream.nbest = args.nbest > 0;
-  stream.scores = args.scores;
-  stream.attention_dir = args.attention_out;
+  OutputOptions output;
+  output.nbest = args.decode.nbest > 0;
+  output.scores = args.scores;
+  output.attention_dir = args.attention_out;
   if (args.resume)
-    stream.skip_lines = prepare_resume(args.output, stream.nbest ? args.nbest : 1, args.chunk_lines);
+    stream.skip_lines = prepare_resume(args.output, output.nbest ? args.decode.nbest : 1,
+                                       args.chunk_lines);
   OutFile out_file = args.output.empty()
                          ? OutFile::standard_output()
                          : OutFile(args.output, args.resume ? OutFile::Mode::kAppend
@@ -194,24 +185,25 @@ void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
   const DecodingModels d = load_for_decoding(request.checkpoints, options);
   spdlog::info("loaded {}", d.first().dir);
   const auto& search = options.translate.search;
-  if (search.sampling.enabled)
-    spdlog::info("sampling: temperature {}, top-k {}, top-p {}, seed {}", search.sampling.temperature,
-                 search.sampling.top_k, search.sampling.top_p, search.sampling.seed);
+  if (search.mode == SearchMode::kSampling)
+    spdlog::info("sampling: temperature {}, top-k {}, top-p {}, seed {}",
+                 search.sampling.temperature, search.sampling.top_k, search.sampling.top_p,
+                 search.sampling.seed);
   else
     spdlog::info("beam {}, length penalty {}", search.beam_size, search.length_penalty);
 
   // SIGINT and SIGTERM end the job after the running batches, with the lines done written.
   StopSignals signals;
-  stream.stop_requested = [&signals] { return signals.requested() != 0; };
+  stream.hooks.stop_requested = [&signals] { return signals.requested() != 0; };
   std::optional<Progress> progress;
   if (args.progress) {
     progress.emplace(input == "-" ? -1 : count_lines(input), stream.skip_lines);
-    stream.on_lines = [&progress](int64_t n) { progress->add(n); };
+    stream.hooks.on_lines = [&progress](int64_t n) { progress->add(n); };
   }
   OutFileStream out(out_file);
   const auto start = std::chrono::steady_clock::now();
   const TranslateStats total =
-      translate_stream(*d.scorer, d.first().vocabs, in, out, d.translate, stream);
+      translate_stream(*d.scorer, d.first().vocabs, in, out, d.translate, stream, output);
   out_file.close();
   if (progress) progress->report(true);
   log_totals(total,
@@ -236,8 +228,7 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--input", args->input, "Input file (default: stdin)");
   cmd->add_option("--output", args->output, "Output file (default: stdout)");
   add_decode_flags(cmd, args->decode);
-  cmd->add_option("--nbest", args->nbest,
-                  "Write the N best hypotheses as 'index ||| hypothesis ||| score' lines");
+  add_sampling_flags(cmd, args->decode);
   cmd->add_flag("--scores", args->scores, "Add each hypothesis' score as a tab-separated column");
   cmd->add_option("--attention-out", args->attention_out,
                   "Write a cross-attention heatmap (NNNNNN.svg) and its weights (NNNNNN.json) "
@@ -247,7 +238,9 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--attention-head", args->attention_head,
                   "Head for --attention-out, 0-based (default: mean over heads)");
   cmd->add_option("--alignment", args->alignment,
-                  "Word alignments from the cross-attention: hard (the default) writes "
+                  "Word alignments from the cross-attention, one of " +
+                      choice_list<AlignmentMode>() +
+                      ": hard (the default) writes "
                   "'hypothesis ||| i-j ...' (source word i, hypothesis word j, 0-based); soft "
                   "writes one JSON object per hypothesis with the word-level matrix")
       ->expected(0, 1)
@@ -257,20 +250,6 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--chunk-lines", args->chunk_lines,
                   "Lines read, translated and flushed at a time: output starts before the input "
                   "ends (default: 1000)");
-  auto& sampling = args->sampling;
-  cmd->add_flag("--sampling", sampling.enabled,
-                "Draw each token from the model's distribution instead of searching (beam 1); "
-                "with --nbest N, N samples per line");
-  cmd->add_option("--temperature", sampling.temperature,
-                  "With --sampling: divides the log-probabilities (< 1 sharpens) (default: 1)");
-  cmd->add_option("--top-k", sampling.top_k,
-                  "With --sampling: draw among the K most likely tokens (default: 0 = all)");
-  cmd->add_option("--top-p", sampling.top_p,
-                  "With --sampling: draw among the fewest most likely tokens whose probability "
-                  "reaches P (default: 1 = all)");
-  cmd->add_option("--seed", sampling.seed,
-                  "With --sampling: the same seed gives the same samples whatever the threads, "
-                  "batches or chunks (default: 1)");
   cmd->add_flag("--progress", args->progress,
                 "Log lines done, lines/s and the time left every few seconds and at the end");
   cmd->add_flag("--resume", args->resume,

@@ -13,6 +13,7 @@
 #include "model/device.h"
 #include "model/quantize.h"
 #include "util/blas.h"
+#include "config/config.h"
 #include "util/util.h"
 
 namespace nmt {
@@ -42,12 +43,14 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
                   "GNMT length penalty alpha (default: decode.length_penalty)");
   add_model_flags(cmd, flags);
   cmd->add_option("--parallel", flags.parallel,
-                  "How CPU threads share the work: batches (one batch per thread, side by side), "
-                  "ops (one batch at a time, each op on all threads), or auto (batches when a "
-                  "chunk has at least 4 batches per thread, else ops) (default: auto)");
-  cmd->add_option(
-      "--quantize", flags.quantize,
-      "int8: dynamic int8 quantization of the output projection (CPU; faster, may cost BLEU)");
+                  "How CPU threads share the work, one of " + choice_list<Parallel>() +
+                      ": batches (one batch per thread, side by side), ops (one batch at a time, "
+                      "each op on all threads), or auto (batches when a chunk has at least 4 "
+                      "batches per thread, else ops) (default: auto)");
+  cmd->add_option("--quantize", flags.quantize,
+                  "One of " + choice_list<Quantize>() +
+                      ": dynamic int8 quantization of the output projection (CPU; faster, may "
+                      "cost BLEU)");
   cmd->add_option("--constraints", flags.constraints,
                   "Target phrases each translation must contain: one line per input line, "
                   "phrases separated by tabs, an empty line for none (beam search)");
@@ -56,31 +59,40 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
                   "separated by tabs");
 }
 
-namespace {
-
-// How --threads CPU threads share a chunk (--parallel).
-enum class Parallel { kAuto, kBatches, kOps };
-
-Parallel parse_parallel(const std::string& text) {
-  if (text == "auto") return Parallel::kAuto;
-  if (text == "batches") return Parallel::kBatches;
-  if (text == "ops") return Parallel::kOps;
-  throw Error("--parallel must be auto, batches or ops, got \"" + text + "\"");
+void add_sampling_flags(CLI::App* cmd, DecodeFlags& flags) {
+  cmd->add_option("--nbest", flags.nbest,
+                  "Write the N best hypotheses as 'index ||| hypothesis ||| score' lines");
+  auto& sampling = flags.sampling;
+  cmd->add_flag("--sampling", sampling.enabled,
+                "Draw each token from the model's distribution instead of searching (beam 1); "
+                "with --nbest N, N samples per line");
+  cmd->add_option("--temperature", sampling.temperature,
+                  "With --sampling: divides the log-probabilities (< 1 sharpens) (default: 1)");
+  cmd->add_option("--top-k", sampling.top_k,
+                  "With --sampling: draw among the K most likely tokens (default: 0 = all)");
+  cmd->add_option("--top-p", sampling.top_p,
+                  "With --sampling: draw among the fewest most likely tokens whose probability "
+                  "reaches P (default: 1 = all)");
+  cmd->add_option("--seed", sampling.seed,
+                  "With --sampling: the same seed gives the same samples whatever the threads, "
+                  "batches or chunks (default: 1)");
 }
+
+namespace {
 
 // Where the models run and in what precision: the flags' part of the options.
 DecodeOptions resolve_where(const DecodeFlags& flags) {
   if (flags.threads < 0) throw Error("--threads must be >= 0");
   if (flags.beam < 0) throw Error("--beam must be >= 1");
-  if (!flags.quantize.empty() && flags.quantize != "int8")
-    throw Error("--quantize must be int8, got \"" + flags.quantize + "\"");
+  if (flags.nbest < 0) throw Error("--nbest must be >= 1");
   for (const auto* file : {&flags.constraints, &flags.avoid})
     if (!file->empty() && *file != "-" && ::access(file->c_str(), R_OK) != 0)
       throw Error("cannot read " + *file + ": " + std::strerror(errno));
   if (!is_device_name(flags.device))
     throw Error("--device: unknown device \"" + flags.device + "\" (auto, cpu, cuda or cuda:N)");
   DecodeOptions o;
-  o.int8 = flags.quantize == "int8";
+  o.int8 = !flags.quantize.empty() &&
+           parse_choice<Quantize>(flags.quantize, "--quantize") == Quantize::kInt8;
   if (o.int8 && flags.device.rfind("cuda", 0) == 0)
     throw Error("--quantize int8 runs on the CPU only: use --device cpu, or drop --quantize");
   o.precision_setting = parse_choice<PrecisionSetting>(flags.precision, "--precision");
@@ -98,19 +110,38 @@ DecodeOptions resolve_where(const DecodeFlags& flags) {
 
 }  // namespace
 
+namespace {
+
+// The search the flags ask for over the checkpoint's decode section, its strategy resolved.
+SearchOptions search_options(const DecodeFlags& flags, const DecodeConfig& decode) {
+  SearchOptions s = translate_options(decode, flags.beam).search;
+  if (flags.length_penalty >= 0) s.length_penalty = flags.length_penalty;
+  s.nbest = flags.nbest > 0 ? flags.nbest : 1;
+  if (flags.sampling.enabled) {
+    // One token a step: the config's beam does not apply, a --beam above 1 is refused below.
+    s.beam_size = flags.beam > 0 ? flags.beam : 1;
+    s.sampling = flags.sampling;
+    // A sample's score is its log-probability, as nmt score gives it, unless a penalty is asked.
+    if (flags.length_penalty < 0) s.length_penalty = 0.0;
+  }
+  s.mode = resolve_search_mode(s, !flags.constraints.empty());
+  return s;
+}
+
+}  // namespace
+
 DecodeOptions decode_options(const DecodeFlags& flags,
                              const std::function<DecodeConfig()>& decode_config) {
-  const Parallel parallel = parse_parallel(flags.parallel);
+  const Parallel parallel = parse_choice<Parallel>(flags.parallel, "--parallel");
   DecodeOptions o = resolve_where(flags);
   const Precision precision = o.translate.precision;
-  o.translate = translate_options(decode_config(), flags.beam);
+  const DecodeConfig decode = decode_config();
+  o.translate = translate_options(decode, flags.beam);
+  o.translate.search = search_options(flags, decode);
   o.translate.precision = precision;
   if (flags.batch_tokens > 0) o.translate.batch_tokens = flags.batch_tokens;
-  if (flags.length_penalty >= 0) o.translate.search.length_penalty = flags.length_penalty;
   o.translate.constraints_file = flags.constraints;
   o.translate.avoid_file = flags.avoid;
-  if (!flags.constraints.empty() && o.translate.search.beam_size < 2)
-    throw Error("--constraints needs beam search: give --beam 2 or more");
   if (o.device.is_cpu() && parallel != Parallel::kOps) {
     o.translate.batch_workers = o.threads;
     // Measured on Multi30k at 2 threads: beam 5 (17 batches of 1,000 lines) gains from side by
@@ -146,7 +177,7 @@ void check_same_vocabularies(const LoadedModel& first, const LoadedModel& other)
 }
 
 // --tag's piece id in the source vocabulary (-1 without --tag).
-int64_t source_prefix_id(const std::string& tag, const Vocabs& vocabs) {
+int64_t tag_id(const std::string& tag, const Vocabs& vocabs) {
   if (tag.empty()) return -1;
   const std::optional<int> id = tag_piece(vocabs.src, tag);
   if (!id)
@@ -179,7 +210,7 @@ DecodingModels load_for_decoding(const std::vector<std::string>& checkpoints,
     spdlog::info("output projection quantized to int8 (dynamic, {}-bit activations)",
                  int8_reduced_range() ? "7" : "8");
   d.translate = options.translate;
-  d.translate.source_prefix_id = source_prefix_id(options.tag, d.first().vocabs);
+  d.translate.tag_id = tag_id(options.tag, d.first().vocabs);
   // One checkpoint decodes through its own model; several (or weights) through an ensemble.
   d.scorer = make_scorer(models, weights);
   if (models.size() > 1 || !weights.empty()) spdlog::info("ensemble of {} models", models.size());

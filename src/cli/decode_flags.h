@@ -10,6 +10,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "config/config.h"
+#include "decode/sampling.h"
 #include "decode/scorer.h"
 #include "decode/translate.h"
 
@@ -33,6 +34,8 @@ struct DecodeFlags {
   std::string tag;                       // a source piece to start every line with ("" = none)
   std::string constraints;               // --constraints FILE: phrases each output must contain
   std::string avoid;                     // --avoid FILE: phrases no output may contain
+  int64_t nbest = 0;                     // --nbest (translate): 0 = 1
+  SamplingOptions sampling;              // --sampling and its settings (translate)
 };
 
 // Adds what running the models takes: --batch-tokens, --threads, --device, --precision,
@@ -43,10 +46,15 @@ void add_model_flags(CLI::App* cmd, DecodeFlags& flags);
 // --constraints and --avoid.
 void add_decode_flags(CLI::App* cmd, DecodeFlags& flags);
 
+// Adds what only translate searches with: --nbest, --sampling, --temperature, --top-k, --top-p
+// and --seed.
+void add_sampling_flags(CLI::App* cmd, DecodeFlags& flags);
+
 // The options the flags ask for. Checks the flags and resolves the device and the precision on
 // it first, throwing Error naming the flag (out-of-range values, unknown choices, int8 on CUDA,
 // fp16 off CUDA, bf16 on a CPU without bfloat16 products); only then calls decode_config for
-// the checkpoint's decode section, whose values the flags override.
+// the checkpoint's decode section, whose values the flags override. The search's strategy
+// (SearchMode) is resolved here, once (resolve_search_mode), with its checks.
 DecodeOptions decode_options(const DecodeFlags& flags,
                              const std::function<DecodeConfig()>& decode_config);
 

@@ -82,6 +82,37 @@ const Choices<BestMetric>& choices() {
   return c;
 }
 
+template <>
+const Choices<Parallel>& choices() {
+  static const Choices<Parallel> c = {
+      {Parallel::kAuto, "auto"}, {Parallel::kBatches, "batches"}, {Parallel::kOps, "ops"}};
+  return c;
+}
+template <>
+const Choices<AlignmentMode>& choices() {
+  static const Choices<AlignmentMode> c = {{AlignmentMode::kHard, "hard"},
+                                           {AlignmentMode::kSoft, "soft"}};
+  return c;
+}
+template <>
+const Choices<Quantize>& choices() {
+  static const Choices<Quantize> c = {{Quantize::kInt8, "int8"}};
+  return c;
+}
+template <>
+const Choices<Ct2Quantization>& choices() {
+  static const Choices<Ct2Quantization> c = {{Ct2Quantization::kFloat32, "float32"},
+                                             {Ct2Quantization::kInt8, "int8"},
+                                             {Ct2Quantization::kInt16, "int16"},
+                                             {Ct2Quantization::kFloat16, "float16"}};
+  return c;
+}
+template <>
+const Choices<ExportFormat>& choices() {
+  static const Choices<ExportFormat> c = {{ExportFormat::kCTranslate2, "ctranslate2"}};
+  return c;
+}
+
 }  // namespace
 
 template <class E>
@@ -119,6 +150,11 @@ NMT_CHOICE(RnnAttentionKind)
 NMT_CHOICE(PrecisionSetting)
 NMT_CHOICE(LrSchedule)
 NMT_CHOICE(BestMetric)
+NMT_CHOICE(Parallel)
+NMT_CHOICE(AlignmentMode)
+NMT_CHOICE(Quantize)
+NMT_CHOICE(Ct2Quantization)
+NMT_CHOICE(ExportFormat)
 #undef NMT_CHOICE
 
 double parse_duration(const std::string& text) {

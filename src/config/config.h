@@ -22,6 +22,15 @@ enum class RnnAttentionKind { kBahdanau, kLuongDot, kLuongGeneral };
 enum class PrecisionSetting { kFp32, kBf16, kFp16, kAuto };
 enum class LrSchedule { kNoam, kInverseSqrt, kConstant };
 enum class BestMetric { kBleu, kChrf, kLoss };
+// The decoding flags' choices: how CPU threads share a chunk (--parallel), which word
+// alignments translate writes (--alignment; kNone: no flag), whether the output projection is
+// quantized (--quantize; kNone: no flag), and how an export stores weights (--quantization,
+// CTranslate2's converter's types).
+enum class Parallel { kAuto, kBatches, kOps };
+enum class AlignmentMode { kNone, kHard, kSoft };
+enum class Quantize { kNone, kInt8 };
+enum class Ct2Quantization { kFloat32, kInt8, kInt16, kFloat16 };
+enum class ExportFormat { kCTranslate2 };
 
 // BLEU and chrF improve upwards, the loss downwards.
 inline bool higher_is_better(BestMetric m) { return m != BestMetric::kLoss; }

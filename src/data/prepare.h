@@ -1,6 +1,7 @@
 // Text to token store: nmt prepare, and nmt train when it is given text.
 //
-// One pass over the corpora (two when the vocabulary is trained: a sample first), in blocks:
+// One pass over the corpora (two when the vocabulary is trained: a sample first,
+// data/vocab_sample.h), in blocks:
 // memory does not grow with the corpus. Encoding runs on `threads` threads; the store's bytes
 // do not depend on their number. Pairs are dropped by the first filter that applies, in this
 // order: invalid UTF-8 (or NUL), empty side, over data.max_len, over data.max_len_ratio, a
@@ -14,18 +15,6 @@
 #include "text/vocabs.h"
 
 namespace nmt {
-
-// Trains the vocabularies of the config's vocab section on a reservoir sample of
-// vocab.input_sentence_size valid lines of the training corpora (all of them, in file order,
-// when there are fewer: then the vocabulary is the one trained on the whole text). Holds no
-// more text than the sample.
-// Refuses (Error naming vocab.input_sentence_size) a sample whose training would need more
-// memory than the machine has available.
-Vocabs train_vocabs(const Config& config, int threads);
-
-// Peak memory, in bytes, of training a vocabulary on a sample of `lines` lines and `text_bytes`
-// bytes (with the process around it).
-int64_t vocab_training_memory(int64_t text_bytes, int64_t lines);
 
 // Writes a complete store of the config's training corpora to `dir`, encoded with `vocabs`
 // (null: trained by train_vocabs and stored with it). The store is built in DIR.tmp-PID and

@@ -192,4 +192,49 @@ void TokenStore::append_tgt(int64_t i, std::vector<int64_t>& out) const {
   append(offsets_[i] + lengths_[2 * i], lengths_[2 * i + 1], out);
 }
 
+StoreWriter::StoreWriter(const std::string& dir, int bytes_per_id)
+    : bytes_per_id_(bytes_per_id),
+      tokens_(dir + "/tokens.bin", OutFile::Mode::kTruncate),
+      offsets_(dir + "/offsets.bin", OutFile::Mode::kTruncate),
+      lengths_(dir + "/lengths.bin", OutFile::Mode::kTruncate) {}
+
+void StoreWriter::add(const std::vector<int>& x, const std::vector<int>& y) {
+  const uint64_t offset = src_ids_ + tgt_ids_;
+  write(offsets_, offsets_sum_, &offset, sizeof offset);
+  const uint16_t lens[2] = {static_cast<uint16_t>(x.size()), static_cast<uint16_t>(y.size())};
+  write(lengths_, lengths_sum_, lens, sizeof lens);
+  write_ids(x);
+  write_ids(y);
+  src_ids_ += x.size();
+  tgt_ids_ += y.size();
+  ++pairs_;
+}
+
+void StoreWriter::finish() {
+  for (OutFile* f : {&tokens_, &offsets_, &lengths_}) {
+    f->sync();
+    f->close();
+  }
+}
+
+std::map<std::string, std::string> StoreWriter::checksums() const {
+  return {{"tokens.bin", hex64(tokens_sum_.digest())},
+          {"offsets.bin", hex64(offsets_sum_.digest())},
+          {"lengths.bin", hex64(lengths_sum_.digest())}};
+}
+
+void StoreWriter::write(OutFile& file, Checksum& sum, const void* data, size_t bytes) {
+  sum.update(data, bytes);
+  file.write({static_cast<const char*>(data), bytes});
+}
+
+void StoreWriter::write_ids(const std::vector<int>& ids) {
+  if (bytes_per_id_ == 2) {
+    narrow_.assign(ids.begin(), ids.end());
+    write(tokens_, tokens_sum_, narrow_.data(), 2 * narrow_.size());
+  } else {
+    write(tokens_, tokens_sum_, ids.data(), 4 * ids.size());
+  }
+}
+
 }  // namespace nmt

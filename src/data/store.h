@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,8 @@
 #include "data/pairs.h"
 #include "data/store_header.h"
 #include "text/vocabs.h"
+#include "util/hash.h"
+#include "util/io.h"
 #include "util/mapped_file.h"
 
 namespace nmt {
@@ -82,6 +85,32 @@ class TokenStore : public Pairs {
   const uint8_t* tokens_ = nullptr;
   const uint64_t* offsets_ = nullptr;
   const uint16_t* lengths_ = nullptr;
+};
+
+// Writes a store's three data files (tokens.bin, offsets.bin, lengths.bin) pair after pair,
+// checksumming what it writes; prepare (prepare.h) adds the header and renames the directory.
+class StoreWriter {
+ public:
+  // bytes_per_id: 2 (uint16 ids) or 4.
+  StoreWriter(const std::string& dir, int bytes_per_id);
+  void add(const std::vector<int>& x, const std::vector<int>& y);
+  // Syncs and closes the files.
+  void finish();
+  int64_t pairs() const { return pairs_; }
+  uint64_t src_ids() const { return src_ids_; }
+  uint64_t tgt_ids() const { return tgt_ids_; }
+  // Each file's XXH3-64 of what was written, by name.
+  std::map<std::string, std::string> checksums() const;
+
+ private:
+  static void write(OutFile& file, Checksum& sum, const void* data, size_t bytes);
+  void write_ids(const std::vector<int>& ids);
+  int bytes_per_id_;
+  OutFile tokens_, offsets_, lengths_;
+  Checksum tokens_sum_, offsets_sum_, lengths_sum_;
+  std::vector<uint16_t> narrow_;
+  int64_t pairs_ = 0;
+  uint64_t src_ids_ = 0, tgt_ids_ = 0;
 };
 
 }  // namespace nmt

@@ -10,12 +10,6 @@
 
 namespace nmt {
 
-AlignmentMode parse_alignment_mode(const std::string& text) {
-  if (text == "hard") return AlignmentMode::kHard;
-  if (text == "soft") return AlignmentMode::kSoft;
-  throw Error("--alignment: expected hard or soft, got '" + text + "'");
-}
-
 std::vector<int64_t> piece_words(const std::vector<std::string>& pieces, int64_t words) {
   static const std::string kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's word start
   std::vector<int64_t> out;

@@ -10,12 +10,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "config/config.h"  // AlignmentMode
+
 namespace nmt {
-
-enum class AlignmentMode { kNone, kHard, kSoft };
-
-// "hard" or "soft"; throws Error naming the flag otherwise.
-AlignmentMode parse_alignment_mode(const std::string& text);
 
 // The word of each piece: a piece that starts with U+2581 opens the next word (the first piece
 // opens word 0 whatever it starts with), clamped to words - 1 where SentencePiece's

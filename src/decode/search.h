@@ -1,5 +1,6 @@
-// Batched greedy, sampling and beam search: strategies over one scorer (decode/scorer.h), a
-// model or an ensemble alike.
+// Batched greedy, sampling and beam search: strategies of one search over a scorer
+// (decode/scorer.h), a model or an ensemble alike. The strategy is a SearchMode, resolved once
+// where the options are made (resolve_search_mode); search() dispatches on it.
 #pragma once
 
 #include <torch/torch.h>
@@ -9,11 +10,19 @@
 #include "decode/sampling.h"
 #include "decode/scorer.h"
 #include "decode/terms.h"
-#include "model/seq2seq.h"
 
 namespace nmt {
 
+// How a search picks each sentence's outputs.
+enum class SearchMode {
+  kGreedy,           // the argmax at every step
+  kBeam,             // beam search over beam_size hypotheses
+  kConstrainedBeam,  // beam search that must include phrases (dynamic beam allocation)
+  kSampling,         // nbest draws from the model's distribution
+};
+
 struct SearchOptions {
+  SearchMode mode = SearchMode::kGreedy;  // set from the fields below by resolve_search_mode
   int64_t beam_size = 1;        // 1 = greedy
   double length_penalty = 0.0;  // GNMT alpha (0 = none)
   int64_t nbest = 1;            // hypotheses per sentence (<= beam_size; samples when sampling)
@@ -21,6 +30,12 @@ struct SearchOptions {
   int64_t max_len_b = 10;
   SamplingOptions sampling;     // enabled: draw nbest samples per sentence (beam_size 1)
 };
+
+// The strategy the options ask for, checked once: sampling when sampling.enabled (beam 1, at
+// least one sample, no constraints), constrained beam search with `constraints` (beam 2 or
+// more), beam search when beam_size > 1, else greedy; nbest between 1 and the beam size. Throws
+// Error naming the flag (--beam, --nbest, --sampling, --constraints) otherwise.
+SearchMode resolve_search_mode(const SearchOptions& options, bool constraints);
 
 // Rows a sentence takes in a batch: its beams, or its samples.
 int64_t rows_per_sentence(const SearchOptions& options);
@@ -39,42 +54,23 @@ double length_penalty(int64_t length, double alpha);
 // Output length limit of one sentence: floor(a * source_length + b), within [1, cap].
 int64_t max_output_length(int64_t source_length, const SearchOptions& options, int64_t cap);
 
-// The candidates of one search step: for each group of `group` consecutive rows of logits
-// [R, V] (a sentence's beams), the `width` largest of log_softmax(logits row) + scores[row]
-// over the group's group * V (row, token) pairs, best first, as values [R / group, width] (float)
-// and ids k * V + token (k: the row within its group) [R / group, width]. On float CPU logits a
-// fused kernel (one pass for the normaliser, one for the selection, no [R, V] temporaries, equal
-// values in id order); otherwise top_candidates_aten.
-std::pair<torch::Tensor, torch::Tensor> top_candidates(const torch::Tensor& logits,
-                                                       const torch::Tensor& scores, int64_t group,
-                                                       int64_t width);
-
-// The same from ATen ops (any device and dtype; ties in any order).
-std::pair<torch::Tensor, torch::Tensor> top_candidates_aten(const torch::Tensor& logits,
-                                                            const torch::Tensor& scores,
-                                                            int64_t group, int64_t width);
-
 // src: [B, S] EOS-terminated rows, right-padded, on any device (moved to the scorer's). Returns,
-// per sentence, up to nbest hypotheses, best score first (samples: nbest, in the order drawn).
-// Sampling runs sample_search, beam_size 1 greedy_search. `lines`: each sentence's input line
-// number, which keys its random streams when sampling (empty: 0, 1, ...). `terms`: each
-// sentence's phrases to include (beam search only) and to avoid (every strategy), or empty for
-// none; a sentence without terms decodes exactly as without the argument. Each step copies its
-// scores to the host once (twice when some sentence has constraints).
+// per sentence, up to nbest hypotheses, best score first (samples: nbest, in the order drawn),
+// from the strategy options.mode names. `lines`: each sentence's input line number, which keys
+// its random streams when sampling (empty: 0, 1, ...). `terms`: each sentence's phrases to
+// include (constrained beam search only) and to avoid (every strategy), or empty for none; a
+// sentence without terms decodes exactly as without the argument. Each step copies its scores
+// to the host once (twice when some sentence has constraints).
 std::vector<std::vector<Hypothesis>> search(Scorer& scorer, const torch::Tensor& src,
                                             const SearchOptions& options,
                                             const std::vector<int64_t>& lines = {},
                                             const std::vector<SentenceTerms>& terms = {});
-// One model (a ModelScorer).
-std::vector<std::vector<Hypothesis>> search(Seq2Seq& model, const torch::Tensor& src,
-                                            const SearchOptions& options);
 
-// Argmax at every step; sentences leave the batch when they emit EOS or reach their limit.
+// The strategies, which search() picks among. Argmax at every step; sentences leave the batch
+// when they emit EOS or reach their limit.
 std::vector<std::vector<Hypothesis>> greedy_search(Scorer& scorer, const torch::Tensor& src,
                                                    const SearchOptions& options,
                                                    const std::vector<SentenceTerms>& terms = {});
-std::vector<std::vector<Hypothesis>> greedy_search(Seq2Seq& model, const torch::Tensor& src,
-                                                   const SearchOptions& options);
 
 // nbest samples per sentence (options.sampling), decoded side by side as one group of rows that
 // shares the source encoding; a sentence leaves the batch when all of its samples have ended.
@@ -88,15 +84,15 @@ std::vector<std::vector<Hypothesis>> sample_search(Scorer& scorer, const torch::
 // leaves the batch, when its beams reach the length limit, or when it has beam_size finished
 // hypotheses and its best live one, scored at its current length, no longer beats the
 // beam_size-th of them (exact for length_penalty 0, where scores only fall).
-// A sentence with phrases to include searches with dynamic beam allocation (Post & Vilar 2018):
-// each beam also proposes its best token and the tokens that advance its phrases, and the beam
-// is shared among banks of hypotheses by constraint pieces met (decode/terms.h). Only a
-// hypothesis that has met every phrase may end; at the length limit the ones that lack pieces
-// are returned after the complete ones (Hypothesis::unmet).
+// In SearchMode::kConstrainedBeam a sentence with phrases to include searches with dynamic beam
+// allocation (Post & Vilar 2018; decode/constrained.h): each beam also proposes its best token
+// and the tokens that advance its phrases, and the beam is shared among banks of hypotheses by
+// constraint pieces met. Without constraints every candidate is in one bank, where the
+// allocation is score order: one step serves both. Only a hypothesis that has met every phrase
+// may end; at the length limit the ones that lack pieces are returned after the complete ones
+// (Hypothesis::unmet).
 std::vector<std::vector<Hypothesis>> beam_search(Scorer& scorer, const torch::Tensor& src,
                                                  const SearchOptions& options,
                                                  const std::vector<SentenceTerms>& terms = {});
-std::vector<std::vector<Hypothesis>> beam_search(Seq2Seq& model, const torch::Tensor& src,
-                                                 const SearchOptions& options);
 
 }  // namespace nmt

@@ -31,9 +31,9 @@ bool is_word_char(char32_t c) {
 
 }  // namespace
 
-bool any_include(const std::vector<SentenceTerms>& terms) {
+bool any_constraints(const std::vector<SentenceTerms>& terms) {
   return std::any_of(terms.begin(), terms.end(),
-                     [](const SentenceTerms& t) { return !t.include.empty(); });
+                     [](const SentenceTerms& t) { return !t.constraints.empty(); });
 }
 
 bool any_avoid(const std::vector<SentenceTerms>& terms) {
@@ -210,13 +210,13 @@ void TermFiles::skip(int64_t n) {
   }
 }
 
-void TermFiles::read(int64_t n, std::vector<std::vector<std::string>>& include,
+void TermFiles::read(int64_t n, std::vector<std::vector<std::string>>& constraints,
                      std::vector<std::vector<std::string>>& avoid) {
-  include.assign(static_cast<size_t>(n), {});
+  constraints.assign(static_cast<size_t>(n), {});
   avoid.assign(static_cast<size_t>(n), {});
   std::string line;
   for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
-    if (next_line(constraints_.get(), line, "--constraints")) include[i] = split_phrases(line);
+    if (next_line(constraints_.get(), line, "--constraints")) constraints[i] = split_phrases(line);
     if (next_line(avoid_.get(), line, "--avoid")) avoid[i] = split_phrases(line);
   }
 }

@@ -2,7 +2,8 @@
 // dynamic beam allocation, Post & Vilar 2018, batched as Hu et al. 2019 do it) and phrases it
 // must not contain. The pure parts live here, unit-tested on hand-made cases: how a hypothesis
 // advances through its phrases, how candidates share a beam among banks, which tokens an avoid
-// list blocks. search.cpp runs them; translate.cpp reads and encodes the phrases.
+// list blocks. The searches run them (constrained.cpp, search_parts.cpp); translate.cpp reads
+// and encodes the phrases.
 #pragma once
 
 #include <cstdint>
@@ -29,15 +30,15 @@ PieceTexts piece_texts(const std::vector<std::string>& pieces);
 // must be followed by a word boundary, and a phrase to avoid is also kept out when the output
 // spells it with other pieces (the word it ends must go on).
 struct SentenceTerms {
-  std::vector<std::vector<int64_t>> include;  // phrases that must appear
-  std::vector<std::vector<int64_t>> avoid;    // phrases that must not appear
-  std::vector<std::string> avoid_text;        // the avoided phrases as text
-  const PieceTexts* pieces = nullptr;         // the target vocabulary's (for terms)
-  bool empty() const { return include.empty() && avoid.empty(); }
+  std::vector<std::vector<int64_t>> constraints;  // phrases that must appear (--constraints)
+  std::vector<std::vector<int64_t>> avoid;        // phrases that must not appear (--avoid)
+  std::vector<std::string> avoid_text;            // the avoided phrases as text
+  const PieceTexts* pieces = nullptr;             // the target vocabulary's (for terms)
+  bool empty() const { return constraints.empty() && avoid.empty(); }
 };
 
 // Whether any sentence has phrases to include (a search must allocate beams) or to avoid.
-bool any_include(const std::vector<SentenceTerms>& terms);
+bool any_constraints(const std::vector<SentenceTerms>& terms);
 bool any_avoid(const std::vector<SentenceTerms>& terms);
 
 // The phrases of one line of a --constraints or --avoid file: tab-separated, each trimmed of
@@ -102,8 +103,8 @@ class TermFiles {
   bool active() const { return constraints_ != nullptr || avoid_ != nullptr; }
   // Skips `n` lines of each file (--resume).
   void skip(int64_t n);
-  // The phrases of the next `n` lines: include and avoid, one entry per line.
-  void read(int64_t n, std::vector<std::vector<std::string>>& include,
+  // The phrases of the next `n` lines: constraints and avoid, one entry per line.
+  void read(int64_t n, std::vector<std::vector<std::string>>& constraints,
             std::vector<std::vector<std::string>>& avoid);
   // After the input's last line: the files must have ended too.
   void finish();

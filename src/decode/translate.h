@@ -1,5 +1,7 @@
-// Line-level translation: cleaning, length sorting, token-budget batches, n-best lists and
-// cross-attention maps, always one result per input line.
+// Line-level translation: cleaning, length sorting, token-budget batches and n-best lists,
+// always one result per input line; translate_stream runs it over a file a chunk at a time.
+// How results are written is decode/output.h; their attention maps and alignments,
+// decode/cross_attention.h.
 #pragma once
 
 #include <functional>
@@ -11,11 +13,10 @@
 
 #include "config/config.h"
 #include "decode/alignment.h"
-#include "plot/attention.h"
 #include "decode/scorer.h"
 #include "decode/search.h"
 #include "model/device.h"
-#include "model/seq2seq.h"
+#include "plot/attention.h"
 #include "text/vocabs.h"
 
 namespace nmt {
@@ -24,7 +25,7 @@ struct PieceTexts;  // decode/terms.h
 
 struct TranslateOptions {
   int64_t batch_tokens = 4096;             // source-token budget of one batch
-  SearchOptions search;                    // beam size, length penalty, n-best, length limit
+  SearchOptions search;                    // strategy, beam size, length penalty, n-best, limit
   Precision precision = Precision::kFp32;  // bf16/fp16: CUDA autocast during search
   bool attention = false;                  // fill Translation::attention for non-empty lines
   int64_t attention_layer = -1;            // decoder layer to show (-1: the last)
@@ -35,9 +36,9 @@ struct TranslateOptions {
   // Side by side only when a chunk has at least this many batches per worker: with fewer, the
   // longest batch leaves the other threads idle at the end.
   int64_t min_batches_per_worker = 1;
-  // A piece id put before every non-empty source line's ids (--tag; -1 = none). It counts
-  // toward the model's input limit.
-  int64_t source_prefix_id = -1;
+  // The id of a tag piece put before every non-empty source line's ids (--tag; -1 = none), as
+  // data.train[i].tag puts it before a corpus's sources. It counts toward the input limit.
+  int64_t tag_id = -1;
   // --alignment: each hypothesis' word alignment from the cross-attention of one decoder layer,
   // mean over heads, at the step that predicted each piece (-1: the penultimate layer, the best
   // of the three a recipe model has by docs/translating.md's measurement).
@@ -51,7 +52,7 @@ struct TranslateOptions {
 // Each line's target phrases as text (--constraints, --avoid): one entry per line, or empty
 // vectors for none.
 struct LineTerms {
-  std::vector<std::vector<std::string>> include, avoid;
+  std::vector<std::vector<std::string>> constraints, avoid;
   // The target vocabulary's piece texts, built once per stream (translate_lines builds them
   // when this is null).
   std::shared_ptr<const PieceTexts> pieces;
@@ -65,15 +66,13 @@ struct Translation {
   bool done = false;                      // translated (false: a stop came first)
 };
 
-// How a long job follows and stops translation. All optional.
-struct JobControl {
-  // The number of the first line given in the whole input (0-based): keys the sampling streams,
-  // so a line samples the same in any chunk and after --resume.
-  int64_t first_line = 0;
+// How a long job follows and stops translation. Both optional.
+struct JobHooks {
   // Called after each batch (and for empty lines) with the lines it finished; calls never
   // overlap.
   std::function<void(int64_t lines)> on_lines;
-  // Polled before each batch: true leaves the remaining batches untranslated (done = false).
+  // Polled before each batch (and by translate_stream between chunks): true leaves the
+  // remaining batches untranslated (done = false).
   std::function<bool()> stop_requested;
 };
 
@@ -82,6 +81,8 @@ struct TranslateStats {
   int64_t truncated = 0;       // source lines cut to the model's longest input
   int64_t replaced_bytes = 0;  // invalid UTF-8 / NUL bytes replaced with U+FFFD
   int64_t output_tokens = 0;   // best hypotheses' tokens, EOS included
+
+  TranslateStats& operator+=(const TranslateStats& other);
 };
 
 // Everything a decoding command (translate, eval) decides before it decodes, resolved once from
@@ -103,11 +104,13 @@ struct DecodeOptions {
 // over-long lines are truncated. Models must be in eval mode; they decode on their own device.
 // `terms`: the lines' phrases to include and avoid, encoded with the target vocabulary; a phrase
 // to include that does not fit the line's output length limit is dropped with a warning that
-// names the line.
+// names the line. `first_line`: the number of lines[0] in the whole input (0-based), which keys
+// the sampling streams (a line samples the same in any chunk and after --resume) and warnings.
 std::vector<Translation> translate_lines(Scorer& scorer, const Vocabs& vocabs,
                                          const std::vector<std::string>& lines,
                                          const TranslateOptions& options, TranslateStats* stats,
-                                         const JobControl& job = {}, const LineTerms& terms = {});
+                                         const LineTerms& terms = {}, const JobHooks& hooks = {},
+                                         int64_t first_line = 0);
 
 // Best hypotheses only: the common case (validation, eval).
 std::vector<std::string> translate_best(Scorer& scorer, const Vocabs& vocabs,
@@ -115,44 +118,32 @@ std::vector<std::string> translate_best(Scorer& scorer, const Vocabs& vocabs,
                                         const TranslateOptions& options, TranslateStats* stats,
                                         const LineTerms& terms = {});
 
-// How translate_stream writes its results.
+struct OutputOptions;  // decode/output.h
+
+// How translate_stream reads, writes and follows a job.
 struct StreamOptions {
   int64_t chunk_lines = 1000;  // lines read, translated and flushed at a time
-  bool nbest = false;          // "index ||| hypothesis ||| score" lines, search.nbest per input
-  bool scores = false;         // a tab-separated score column after each hypothesis
-  // With options.alignment hard: " ||| i-j ..." after each hypothesis (Marian's format); soft:
-  // one JSON object per hypothesis instead of its text.
-  std::string attention_dir;   // NNNNNN.svg/.json per non-empty line when options.attention
   // Input lines already translated (--resume): read, skipped, and counted in line numbers.
   // A multiple of chunk_lines keeps every chunk, so every batch, as an uninterrupted run had it.
   int64_t skip_lines = 0;
-  std::function<void(int64_t lines)> on_lines;  // as JobControl::on_lines
-  // As JobControl::stop_requested, also polled between chunks. When it turns true the chunk's
-  // translated lines up to the first untranslated one are written and the stream ends.
-  std::function<bool()> stop_requested;
+  // When hooks.stop_requested turns true, the chunk's translated lines up to the first
+  // untranslated one are written and the stream ends.
+  JobHooks hooks;
 };
 
 class LineReader;
 
 // Reads lines from `in` (plain or gzip, LF or CRLF; a last line without a newline counts; the
 // reader delivers what a pipe has without waiting for a block), translates them a
-// chunk at a time and writes exactly one line per input line (search.nbest with `nbest`) to
-// `out`, flushing after each chunk so output starts before the input ends. Throws Error when
-// `out` fails. The stats count the lines written.
+// chunk at a time and writes exactly one result per input line (decode/output.h) to `out`,
+// flushing after each chunk so output starts before the input ends. Throws Error when `out`
+// fails. The stats count the lines written.
 TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader& in,
                                 std::ostream& out, const TranslateOptions& options,
-                                const StreamOptions& stream);
+                                const StreamOptions& stream, const OutputOptions& output);
 
-// The same for anything that holds a model and its vocabularies as `.model` and `.vocabs`, such
-// as a loaded checkpoint (ckpt's LoadedModel), without this layer depending on checkpoints.
-template <class Loaded>
-TranslateStats translate_stream(Loaded& loaded, LineReader& in, std::ostream& out,
-                                const TranslateOptions& options, const StreamOptions& stream) {
-  ModelScorer scorer(loaded.model);
-  return translate_stream(scorer, loaded.vocabs, in, out, options, stream);
-}
-
-// Options from a config's decode section; beam_size overrides decode.beam_size when > 0.
+// Options from a config's decode section, the strategy resolved (resolve_search_mode);
+// beam_size overrides decode.beam_size when > 0.
 TranslateOptions translate_options(const DecodeConfig& decode, int64_t beam_size = 0);
 TranslateOptions translate_options(const Config& config, int64_t beam_size = 0);
 

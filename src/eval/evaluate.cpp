@@ -1,20 +1,18 @@
 #include "eval/evaluate.h"
 
-#include "decode/terms.h"
-
 #include <chrono>
 #include <cmath>
 
-#include "data/batching.h"
-#include "data/tensors.h"
-#include "model/loss.h"
+#include "decode/forced.h"
+#include "decode/terms.h"
+#include "text/spm.h"
 #include "util/line_reader.h"
 #include "util/util.h"
 
 namespace nmt {
 
 EvalSet make_eval_set(std::vector<std::string> src, std::vector<std::string> ref,
-                      const Vocabs& vocabs, int64_t max_positions, int64_t source_prefix_id) {
+                      const Vocabs& vocabs, int64_t max_positions, int64_t tag_id) {
   if (src.size() != ref.size())
     throw Error("the source has " + std::to_string(src.size()) + " lines but the references " +
                 std::to_string(ref.size()) + ": nothing is scored against the wrong line");
@@ -25,33 +23,26 @@ EvalSet make_eval_set(std::vector<std::string> src, std::vector<std::string> ref
   set.pairs =
       encode_corpus(set.src, set.ref, vocabs.src, vocabs.tgt, max_positions - 1, true, &set.stats);
   // The loss sees the source the translations see: the tag first, within the limit.
-  if (source_prefix_id >= 0)
-    for (auto& x : set.pairs.src) {
-      x.insert(x.begin(), static_cast<int>(source_prefix_id));
-      if (static_cast<int64_t>(x.size()) > max_positions - 1) x.pop_back();
-    }
+  for (auto& x : set.pairs.src) put_tag(x, tag_id, static_cast<size_t>(max_positions - 1));
   return set;
 }
 
 CorpusLoss corpus_loss(Scorer& scorer, const Corpus& corpus, int64_t batch_tokens) {
-  torch::NoGradGuard no_grad;
-  const torch::Device device = scorer.device();
-  const auto plan =
-      make_batches(sequence_lengths(corpus.src), sequence_lengths(corpus.tgt), batch_tokens, 0);
-  // Summed on the device, read once.
-  auto nll = torch::zeros({}, torch::dtype(torch::kDouble).device(device));
+  // Sources end with EOS; targets are scored with theirs, as search scores a hypothesis.
+  std::vector<std::vector<int64_t>> src, tgt;
   int64_t tokens = 0;
-  for (const auto& rows : plan) {
-    const auto b = to_device(make_tensor_batch(corpus, rows), device);
-    auto logits = scorer.forward(b.src, b.tgt_in);
-    auto sums =
-        label_smoothed_loss(logits.view({-1, logits.size(-1)}), b.tgt_out.view(-1), 0.0, kPadId);
-    nll += sums.nll.to(torch::kDouble);
-    tokens += b.tgt_tokens;
+  for (size_t i = 0; i < corpus.src.size(); ++i) {
+    src.emplace_back(corpus.src[i].begin(), corpus.src[i].end());
+    src.back().push_back(kEosId);
+    tgt.emplace_back(corpus.tgt[i].begin(), corpus.tgt[i].end());
+    tokens += static_cast<int64_t>(corpus.tgt[i].size()) + 1;
   }
+  double log_prob = 0;
+  for (const double lp : forced_decode(scorer, src, tgt, batch_tokens, Precision::kFp32))
+    log_prob += lp;
   CorpusLoss r;
   r.tokens = tokens;
-  r.nll_sum = nll.item<double>();
+  r.nll_sum = -log_prob;
   r.nll_per_token = tokens > 0 ? r.nll_sum / static_cast<double>(tokens) : 0.0;
   r.ppl = std::exp(r.nll_per_token);
   return r;
@@ -151,9 +142,10 @@ FileEval evaluate_files(Scorer& scorer, const Vocabs& vocabs, const std::string&
   std::vector<std::string> src_lines, ref_lines;
   while (chunks.next(chunk_lines, src_lines, ref_lines)) {
     EvalSet set = make_eval_set(std::move(src_lines), std::move(ref_lines), vocabs,
-                                scorer.max_positions(), options.source_prefix_id);
+                                scorer.max_positions(), options.tag_id);
     if (term_files.active())
-      term_files.read(static_cast<int64_t>(set.src.size()), set.terms.include, set.terms.avoid);
+      term_files.read(static_cast<int64_t>(set.src.size()), set.terms.constraints,
+                      set.terms.avoid);
     const EvalResult r = evaluate(scorer, vocabs, set, options, loss_batch_tokens);
     for (size_t i = 0; i < r.hyps.size(); ++i) {
       bleu.add(r.hyps[i], set.ref[i]);
@@ -164,10 +156,7 @@ FileEval evaluate_files(Scorer& scorer, const Vocabs& vocabs, const std::string&
     nll += r.loss.nll_sum;
     out.result.loss.tokens += r.loss.tokens;
     out.result.translate_seconds += r.translate_seconds;
-    out.result.stats.lines += r.stats.lines;
-    out.result.stats.truncated += r.stats.truncated;
-    out.result.stats.replaced_bytes += r.stats.replaced_bytes;
-    out.result.stats.output_tokens += r.stats.output_tokens;
+    out.result.stats += r.stats;
     out.pairs += set.stats;
     out.sentences += static_cast<int64_t>(set.src.size());
     src_lines.clear();

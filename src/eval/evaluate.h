@@ -27,11 +27,11 @@ struct EvalSet {
   bool empty() const { return src.empty(); }
 };
 
-// Encodes the pairs for a model taking max_positions positions, each source after
-// source_prefix_id when it is >= 0 (a tag, as translate_lines puts it). Throws Error when the
+// Encodes the pairs for a model taking max_positions positions, each source after tag_id when
+// it is >= 0 (a tag, as translate_lines puts it). Throws Error when the
 // line counts differ: nothing is scored against the wrong line.
 EvalSet make_eval_set(std::vector<std::string> src, std::vector<std::string> ref,
-                      const Vocabs& vocabs, int64_t max_positions, int64_t source_prefix_id = -1);
+                      const Vocabs& vocabs, int64_t max_positions, int64_t tag_id = -1);
 
 struct CorpusLoss {
   double nll_per_token = 0;  // mean negative log-likelihood per target token (EOS included)
@@ -40,8 +40,8 @@ struct CorpusLoss {
   double nll_sum = 0;        // the NLL summed over those tokens
 };
 
-// Teacher-forced loss of a corpus on the scorer's device, batched by token budget: of an
-// ensemble, its mixture's. The models must be in eval mode.
+// Teacher-forced loss of a corpus on the scorer's device, by forced decoding (decode/forced.h)
+// within a token budget: of an ensemble, its mixture's. The models must be in eval mode.
 CorpusLoss corpus_loss(Scorer& scorer, const Corpus& corpus, int64_t batch_tokens);
 // One model's, switched to eval mode and back to the mode it was in.
 CorpusLoss corpus_loss(Seq2Seq& model, const Corpus& corpus, int64_t batch_tokens);

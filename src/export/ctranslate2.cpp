@@ -224,14 +224,6 @@ void write_directory(const std::string& dir, const LoadedModel& loaded, const Ct
 
 }  // namespace
 
-Ct2Quantization parse_ct2_quantization(const std::string& name) {
-  if (name == "float32") return Ct2Quantization::kFloat32;
-  if (name == "int8") return Ct2Quantization::kInt8;
-  if (name == "int16") return Ct2Quantization::kInt16;
-  if (name == "float16") return Ct2Quantization::kFloat16;
-  throw Error("--quantization must be float32, int8, int16 or float16, not \"" + name + "\"");
-}
-
 Ct2Type ct2_type(const torch::Tensor& t) {
   switch (t.scalar_type()) {
     case torch::kFloat: return Ct2Type::kFloat32;

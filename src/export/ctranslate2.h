@@ -20,12 +20,9 @@
 
 namespace nmt {
 
-// How weights are stored: as trained (float32), or quantized the way CTranslate2's converter
-// does (int8: one scale per row, 127 / max |row|; int16: one scale, 1024 / max |W|; float16: all
-// float tensors).
-enum class Ct2Quantization { kFloat32, kInt8, kInt16, kFloat16 };
-// "float32" | "int8" | "int16" | "float16"; throws Error naming the choices.
-Ct2Quantization parse_ct2_quantization(const std::string& name);
+// How weights are stored (Ct2Quantization, config/config.h): as trained (float32), or quantized
+// the way CTranslate2's converter does (int8: one scale per row, 127 / max |row|; int16: one
+// scale, 1024 / max |W|; float16: all float tensors).
 
 // model.bin's data types, by their ids in the file.
 enum class Ct2Type : uint8_t {

@@ -1,10 +1,10 @@
-#include "dist/group.h"
+#include "group/group.h"
 
 #include <cerrno>
 #include <cstdlib>
 
-#include "dist/process_group.h"
-#include "dist/rendezvous.h"
+#include "group/process_group.h"
+#include "group/rendezvous.h"
 #include "util/util.h"
 
 namespace nmt {

@@ -1,6 +1,6 @@
 // The processes that work together (data-parallel training): the environment torchrun gives each
 // worker, and the group's collectives behind one interface, so that one process is a group of
-// one. The c10d group itself is ProcessGroup (process_group.h); c10d's headers stay in dist's
+// one. The c10d group itself is ProcessGroup (process_group.h); c10d's headers stay in group's
 // .cpp files and rendezvous.h.
 #pragma once
 

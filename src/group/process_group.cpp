@@ -1,4 +1,4 @@
-#include "dist/process_group.h"
+#include "group/process_group.h"
 
 #include <spdlog/spdlog.h>
 
@@ -11,7 +11,7 @@
 
 #include <thread>
 
-#include "dist/rendezvous.h"
+#include "group/rendezvous.h"
 #include "util/util.h"
 
 // Each backend where its headers were found at configure time (CMakeLists.txt); Gloo's comes

@@ -1,4 +1,4 @@
-#include "dist/rendezvous.h"
+#include "group/rendezvous.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>

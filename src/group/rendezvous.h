@@ -1,5 +1,5 @@
 // The rendezvous of a data-parallel group over c10d's TCPStore, and the store helpers the group's
-// collectives share. Only dist's own .cpp files include it: it brings c10d's headers.
+// collectives share. Only group's own .cpp files include it: it brings c10d's headers.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/group.h"
+#include "group/group.h"
 
 // Gloo's device type where its headers were found at configure time (CMakeLists.txt).
 #ifdef NMT_WITH_GLOO

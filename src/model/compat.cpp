@@ -26,10 +26,6 @@ cudaError_t relu_dropout_backward(int dtype, const void* grad, const void* out, 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
 #define NMT_AUTOCAST_BY_DEVICE_TYPE 1
 #endif
-// LibTorch 2.1 added _foreach_mul_ by a tensor.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-#define NMT_FOREACH_MUL_TENSOR 1
-#endif
 
 namespace nmt::compat {
 
@@ -151,13 +147,5 @@ torch::Tensor cuda_relu_dropout_backward(const torch::Tensor&, const torch::Tens
   TORCH_CHECK(false, "this build has no nmt CUDA kernels");
 }
 #endif
-
-void scale_all_(const std::vector<torch::Tensor>& tensors, const torch::Tensor& factor) {
-#ifdef NMT_FOREACH_MUL_TENSOR
-  at::_foreach_mul_(tensors, factor);
-#else
-  for (const auto& t : tensors) t.mul_(factor);
-#endif
-}
 
 }  // namespace nmt::compat

@@ -42,8 +42,4 @@ torch::Tensor cuda_hashed_dropout(const torch::Tensor& x, uint64_t key, uint32_t
 torch::Tensor cuda_relu_dropout_backward(const torch::Tensor& grad, const torch::Tensor& out,
                                          float scale);
 
-// t *= factor (a one-element tensor on their device) for every tensor: one launch where this
-// LibTorch has the foreach kernel, one per tensor otherwise.
-void scale_all_(const std::vector<torch::Tensor>& tensors, const torch::Tensor& factor);
-
 }  // namespace nmt::compat

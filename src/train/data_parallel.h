@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "dist/group.h"
-#include "dist/process_group.h"
+#include "group/group.h"
+#include "group/process_group.h"
 #include "train/step.h"
 
 namespace nmt {

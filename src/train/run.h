@@ -12,11 +12,12 @@
 #include "config/config.h"
 #include "model/device.h"
 #include "model/seq2seq.h"
-#include "dist/group.h"
+#include "group/group.h"
 #include "train/setup.h"
 #include "ckpt/checkpoint_state.h"
 #include "train/step.h"
 #include "util/io.h"
+#include "util/lock.h"
 
 namespace nmt {
 

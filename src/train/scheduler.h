@@ -8,7 +8,7 @@
 
 #include "config/config.h"
 #include "data/batching.h"
-#include "dist/group.h"
+#include "group/group.h"
 #include "util/signals.h"
 
 namespace nmt {

@@ -6,6 +6,7 @@
 #include "config/print.h"
 #include "data/prepare.h"
 #include "util/io.h"
+#include "util/lock.h"
 #include "util/util.h"
 
 namespace nmt {

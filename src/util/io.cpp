@@ -51,16 +51,6 @@ int io_fault(const char* op, const std::string& path) {
 namespace {
 // Large enough that a checkpoint file goes out in a few writes, small enough not to matter.
 constexpr size_t kBufferSize = size_t{1} << 20;
-
-// A syscall's result, or the injected fault: -1 with errno set.
-template <class Fn>
-auto checked_call(const char* op, const std::string& path, Fn&& fn) -> decltype(fn()) {
-  if (const int err = io_fault(op, path); err != 0) {
-    errno = err;
-    return -1;
-  }
-  return fn();
-}
 }  // namespace
 
 OutFile::OutFile(std::string path, Mode mode) : path_(std::move(path)) {
@@ -273,48 +263,6 @@ void check_writable_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // no O_TRUNC: the file stays
   if (fd < 0) throw_io_error("write", path, errno);
   ::close(fd);
-}
-
-DirLock::DirLock(const std::string& dir, const std::string& who, bool wait) {
-  const std::string path = dir + "/.lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw_io_error("write", dir, errno);
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    char buf[256] = {};
-    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
-    if (err != EWOULDBLOCK) {
-      ::close(fd_);
-      fd_ = -1;
-      throw_io_error("lock", path, err);
-    }
-    // "PID WHO": written by the holder right after it took the lock.
-    std::string holder = trim(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
-    const auto space = holder.find(' ');
-    const std::string pid = holder.substr(0, space);
-    const std::string by = space == std::string::npos ? who : holder.substr(space + 1);
-    const std::string in_use =
-        dir + " is in use by " + by + " (pid " + (pid.empty() ? "unknown" : pid) + ")";
-    if (!wait || ::flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-      throw Error(in_use);
-    }
-  }
-  const std::string text = std::to_string(::getpid()) + " " + who + "\n";
-  const auto rc = checked_call("write", path, [&] {
-    return ::ftruncate(fd_, 0) == 0 ? ::pwrite(fd_, text.data(), text.size(), 0) : ssize_t{-1};
-  });
-  if (rc != static_cast<ssize_t>(text.size())) {
-    const int err = rc < 0 ? errno : ENOSPC;
-    ::close(fd_);
-    fd_ = -1;
-    throw_io_error("write", path, err);
-  }
-}
-
-DirLock::~DirLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the lock; the file stays, empty of meaning
 }
 
 }  // namespace nmt

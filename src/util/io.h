@@ -5,6 +5,7 @@
 // every one of them.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <ostream>
 #include <streambuf>
@@ -103,20 +104,14 @@ void check_writable_file(const std::string& path);
 // errno it must fail with. Counted and traced as the header says.
 int io_fault(const char* op, const std::string& path);
 
-// An exclusive lock on DIR/.lock (flock) for this object's life. The kernel drops it when the
-// process dies, however it dies, so no lock is ever stale. The file holds the holder's pid.
-class DirLock {
- public:
-  // Throws "DIR is in use by WHO (pid N)" when another process holds it (with `wait`: says so
-  // in the log and waits for it instead), and names DIR when the lock file cannot be created (a
-  // missing or unwritable directory).
-  DirLock(const std::string& dir, const std::string& who, bool wait = false);
-  DirLock(const DirLock&) = delete;
-  DirLock& operator=(const DirLock&) = delete;
-  ~DirLock();
-
- private:
-  int fd_ = -1;
-};
+// A syscall's result, or the injected fault (io_fault): -1 with errno set.
+template <class Fn>
+auto checked_call(const char* op, const std::string& path, Fn&& fn) -> decltype(fn()) {
+  if (const int err = io_fault(op, path); err != 0) {
+    errno = err;
+    return -1;
+  }
+  return fn();
+}
 
 }  // namespace nmt

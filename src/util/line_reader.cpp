@@ -160,13 +160,4 @@ bool LineReader::next(std::string& line) {
   return true;
 }
 
-bool is_gzip_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
-  unsigned char magic[2] = {0, 0};
-  const size_t n = std::fread(magic, 1, 2, f);
-  std::fclose(f);
-  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-}
-
 }  // namespace nmt

@@ -51,7 +51,4 @@ class LineReader {
   Hash64 hash_;
 };
 
-// Whether the file starts with gzip's magic bytes (1f 8b).
-bool is_gzip_file(const std::string& path);
-
 }  // namespace nmt

@@ -1,0 +1,32 @@
+// What cross-attention shows of a batch's hypotheses, read back in one teacher-forced pass:
+// the attention maps of --attention-out and the word alignments of --alignment.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "decode/scorer.h"
+#include "decode/search.h"
+#include "decode/translate.h"
+#include "text/vocabs.h"
+
+namespace nmt {
+
+// Cross-attention of each row's best hypothesis (--attention-out): options.attention_layer's
+// (-1: the last), mean over heads or options.attention_head, into each result's attention.
+void attach_attention(Scorer& scorer, const Vocabs& vocabs,
+                      const std::vector<std::vector<int64_t>>& src_rows,
+                      const std::vector<const Hypothesis*>& best, const TranslateOptions& o,
+                      std::vector<Translation*>& results);
+
+// Every hypothesis' word alignment (--alignment), from one teacher-forced pass over all of
+// them: options.alignment_layer's cross-attention (-1: the penultimate layer), mean over heads,
+// at the step that predicted each piece, over the source line's pieces (not the tag or EOS).
+// A search that gave fewer hypotheses than nbest repeats its last alignment, as its texts.
+void attach_alignments(Scorer& scorer, const Vocabs& vocabs,
+                       const std::vector<std::vector<int64_t>>& src_rows,
+                       const std::vector<std::string>& source_lines,
+                       const std::vector<std::vector<Hypothesis>>& hyps, const TranslateOptions& o,
+                       std::vector<Translation*>& results);
+
+}  // namespace nmt
