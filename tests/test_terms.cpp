@@ -136,7 +136,7 @@ TEST(Alignment, PiecesToWordsAndHardLinks) {
   EXPECT_NEAR(w[1][1], 0.2f / 0.3f, 1e-6);
   const auto hard = hard_alignment(w);
   EXPECT_EQ(format_alignment(hard), "0-0 1-1");
-  const WordAlignment a{{"a", "b"}, {"x", "y"}, w};
+  const WordAlignment a{{"a", "b"}, {"x", "y"}, w, hard};
   EXPECT_EQ(hard_alignment_text(a), "0-0 1-1");
   EXPECT_EQ(soft_alignment_object(a).dump(),
             R"({"alignment":[[0.6154,0.3846],[0.3333,0.6667]],"source":["a","b"],"target":["x","y"]})");
@@ -146,6 +146,31 @@ TEST(Alignment, PiecesToWordsAndHardLinks) {
   EXPECT_EQ(format_alignment(hard_alignment({{0.6f, 0.4f}, {0.9f, 0.1f}})), "1-0 0-1");
   EXPECT_EQ(parse_choice<AlignmentMode>("soft", "--alignment"), AlignmentMode::kSoft);
   EXPECT_THROW(parse_choice<AlignmentMode>("fast", "--alignment"), Error);
+}
+
+TEST(Alignment, GrowDiagFinalAndSymmetrizesTwoDirections) {
+  // Forward (each target word one source word): t0-s0, t1-s1, t2-s3, t3-s3; reverse (each
+  // source word one target word): s0-t0, s1-t1, s2-t3, s3-t0. The intersection is 0-0 1-1 and
+  // no union link touches it, so nothing grows; final-and takes forward's 3-2 (both words
+  // unlinked), not 3-3 (s3 now linked), then reverse's 2-3, not 3-0.
+  const std::vector<std::pair<int64_t, int64_t>> forward{{0, 0}, {1, 1}, {3, 2}, {3, 3}};
+  const std::vector<std::pair<int64_t, int64_t>> reverse{{0, 0}, {1, 1}, {2, 3}, {3, 0}};
+  EXPECT_EQ(format_alignment(grow_diag_final_and(forward, reverse, 4, 4)), "0-0 1-1 3-2 2-3");
+  // Grow-diag: the intersection is 0-0 1-2; the union's 1-1, diagonal to 0-0, links the
+  // unlinked t1.
+  EXPECT_EQ(format_alignment(grow_diag_final_and({{0, 0}, {1, 1}, {1, 2}}, {{0, 0}, {1, 2}}, 2, 3)),
+            "0-0 1-1 1-2");
+  EXPECT_EQ(format_alignment(grow_diag_final_and({}, {}, 0, 0)), "");
+  EXPECT_THROW(grow_diag_final_and({{2, 0}}, {}, 2, 1), Error);
+}
+
+TEST(Alignment, TargetSourcesTakeTheHeaviestLink) {
+  // t0 links s0 (0.2) and s1 (0.8): s1; t1 links s1; t2 has no link.
+  const std::vector<std::vector<float>> w{{0.2f, 0.8f}, {0.5f, 0.5f}, {0.5f, 0.5f}};
+  EXPECT_EQ(target_sources({{0, 0}, {1, 0}, {1, 1}}, w, 3), (std::vector<int64_t>{1, 1, -1}));
+  EXPECT_EQ(target_sources({{1, 1}, {0, 1}}, w, 3), (std::vector<int64_t>{-1, 0, -1}));
+  EXPECT_EQ(parse_choice<AlignmentStep>("consume", "--alignment-step"), AlignmentStep::kConsume);
+  EXPECT_THROW(parse_choice<AlignmentStep>("next", "--alignment-step"), Error);
 }
 
 // Every constrained hypothesis contains its phrases; sentences without terms decode as without

@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/decode_flags.h"
 #include "decode/output.h"
+#include "doc/document.h"
 #include "decode/translate.h"
 #include "util/io.h"
 #include "util/line_reader.h"
@@ -40,7 +42,13 @@ struct TranslateArgs {
   int64_t attention_head = -1;
   std::string alignment;  // "" (none), hard or soft
   int64_t alignment_layer = -1;
+  std::string alignment_step = "predict";  // --alignment-step
+  std::string reverse_checkpoint;          // --reverse-checkpoint ("" = none)
   int64_t chunk_lines = 1000;
+  std::string format = "lines";  // lines | text | html (--format)
+  bool wrapped = false;
+  bool html_lenient = false;
+  std::string source_lang;  // the splitter's language ("": the training data's)
   bool progress = false;
   bool resume = false;
 };
@@ -63,6 +71,10 @@ DecodeRequest translate_request(const TranslateArgs& args) {
     options.translate.alignment = parse_choice<AlignmentMode>(args.alignment, "--alignment");
   if (args.alignment_layer < -1) throw Error("--alignment-layer must be >= 0");
   options.translate.alignment_layer = args.alignment_layer;
+  options.translate.alignment_step =
+      parse_choice<AlignmentStep>(args.alignment_step, "--alignment-step");
+  if (!args.reverse_checkpoint.empty() && args.alignment.empty() && args.format != "html")
+    throw Error("--reverse-checkpoint aligns words: give --alignment or --format html");
   return request;
 }
 
@@ -158,8 +170,28 @@ int64_t prepare_resume(const std::string& path, int64_t lines_per_input, int64_t
   return inputs;
 }
 
+// The splitter's language: --source-lang, else the extension of the first training corpus's
+// source file when it is a language code ("train.en"), else English.
+std::string source_language(const TranslateArgs& args, const Config& config) {
+  if (!args.source_lang.empty()) return args.source_lang;
+  const auto& corpora = config.data.training.corpora;
+  if (!corpora.empty()) {
+    const std::string& src = corpora.front().src;
+    const auto dot = src.rfind('.');
+    const std::string ext = dot == std::string::npos ? "" : src.substr(dot + 1);
+    if (ext.size() == 2 && std::isalpha(static_cast<unsigned char>(ext[0])) &&
+        std::isalpha(static_cast<unsigned char>(ext[1])))
+      return ext;
+  }
+  return "en";
+}
+
 void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
   const DecodeOptions& options = request.options;
+  DocumentOptions document;
+  document.format = parse_choice<InputFormat>(args.format, "--format");
+  document.wrapped = args.wrapped;
+  document.html_lenient = args.html_lenient;
   use_inference_threads(options);
   // Files first: a missing input or an unwritable output is refused before the model loads.
   const std::string input = args.input.empty() ? "-" : args.input;
@@ -171,6 +203,7 @@ void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
   StreamOptions stream;
   stream.chunk_lines = args.chunk_lines;
   OutputOptions output;
+  output.document = document.format != InputFormat::kLines;
   output.nbest = args.decode.nbest > 0;
   output.scores = args.scores;
   output.attention_dir = args.attention_out;
@@ -182,8 +215,24 @@ void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
                          : OutFile(args.output, args.resume ? OutFile::Mode::kAppend
                                                             : OutFile::Mode::kTruncate);
   if (!args.attention_out.empty()) check_writable_dir(args.attention_out);
-  const DecodingModels d = load_for_decoding(request.checkpoints, options);
+  DecodingModels d = load_for_decoding(request.checkpoints, options);
   spdlog::info("loaded {}", d.first().dir);
+  std::optional<DecodingModels> reverse;
+  if (!args.reverse_checkpoint.empty()) {
+    DecodeOptions one = options;  // the reverse model alone, without the forward's tag
+    one.ensemble_weights.clear();
+    one.tag.clear();
+    reverse.emplace(load_for_decoding({args.reverse_checkpoint}, one));
+    d.translate.reverse_scorer = reverse->scorer.get();
+    d.translate.reverse_vocabs = &reverse->first().vocabs;
+    spdlog::info("alignments symmetrized with the reverse model {}", reverse->first().dir);
+  }
+  if (document.format != InputFormat::kLines) {
+    document.language = source_language(args, d.first().config);
+    spdlog::info("{} input: paragraphs split into sentences ({} non-breaking prefixes){}",
+                 args.format, document.language, args.wrapped ? ", wrapped" : "");
+  }
+  use_document_format(stream, *d.scorer, d.first().vocabs, d.translate, document);
   const auto& search = options.translate.search;
   if (search.mode == SearchMode::kSampling)
     spdlog::info("sampling: temperature {}, top-k {}, top-p {}, seed {}",
@@ -246,7 +295,29 @@ void add_translate_command(CLI::App& app) {
       ->expected(0, 1)
       ->default_str("hard");
   cmd->add_option("--alignment-layer", args->alignment_layer,
-                  "Decoder layer for --alignment, 0-based (default: the penultimate)");
+                  "Decoder layer for --alignment, 0-based (default: the last)");
+  cmd->add_option("--alignment-step", args->alignment_step,
+                  "Which decoder step's attention aligns a target piece, one of " +
+                      choice_list<AlignmentStep>() +
+                      ": the step that predicts it (the default) or the step that consumes it as "
+                      "input (Shift-Att)");
+  cmd->add_option("--reverse-checkpoint", args->reverse_checkpoint,
+                  "A target-to-source model: --alignment's (and --format html's) links become "
+                  "both directions' links symmetrized by grow-diag-final-and");
+  cmd->add_option("--format", args->format,
+                  "What a unit of input is, one of " + choice_list<InputFormat>() +
+                      ": a sentence a line (the default), a paragraph of text a line (split "
+                      "into sentences, rebuilt with its own spacing), or a paragraph of HTML "
+                      "(tags put back on the translation through word alignments)");
+  cmd->add_flag("--html-lenient", args->html_lenient,
+                "With --format html: copy markup that cannot be matched (a stray closing tag, an "
+                "unterminated tag) through as text instead of stopping with an error");
+  cmd->add_flag("--wrapped", args->wrapped,
+                "With --format text: paragraphs are separated by blank lines and their lines "
+                "joined; each paragraph is one output line, each blank line stays");
+  cmd->add_option("--source-lang", args->source_lang,
+                  "The source language's non-breaking prefixes for splitting sentences (en, de, "
+                  "fr, es, cs; default: the training source file's extension, else en)");
   cmd->add_option("--chunk-lines", args->chunk_lines,
                   "Lines read, translated and flushed at a time: output starts before the input "
                   "ends (default: 1000)");

@@ -95,6 +95,12 @@ const Choices<AlignmentMode>& choices() {
   return c;
 }
 template <>
+const Choices<AlignmentStep>& choices() {
+  static const Choices<AlignmentStep> c = {{AlignmentStep::kPredict, "predict"},
+                                           {AlignmentStep::kConsume, "consume"}};
+  return c;
+}
+template <>
 const Choices<Quantize>& choices() {
   static const Choices<Quantize> c = {{Quantize::kInt8, "int8"}};
   return c;
@@ -105,6 +111,12 @@ const Choices<Ct2Quantization>& choices() {
                                              {Ct2Quantization::kInt8, "int8"},
                                              {Ct2Quantization::kInt16, "int16"},
                                              {Ct2Quantization::kFloat16, "float16"}};
+  return c;
+}
+template <>
+const Choices<InputFormat>& choices() {
+  static const Choices<InputFormat> c = {
+      {InputFormat::kLines, "lines"}, {InputFormat::kText, "text"}, {InputFormat::kHtml, "html"}};
   return c;
 }
 template <>
@@ -152,9 +164,11 @@ NMT_CHOICE(LrSchedule)
 NMT_CHOICE(BestMetric)
 NMT_CHOICE(Parallel)
 NMT_CHOICE(AlignmentMode)
+NMT_CHOICE(AlignmentStep)
 NMT_CHOICE(Quantize)
 NMT_CHOICE(Ct2Quantization)
 NMT_CHOICE(ExportFormat)
+NMT_CHOICE(InputFormat)
 #undef NMT_CHOICE
 
 double parse_duration(const std::string& text) {

@@ -28,9 +28,15 @@ enum class BestMetric { kBleu, kChrf, kLoss };
 // CTranslate2's converter's types).
 enum class Parallel { kAuto, kBatches, kOps };
 enum class AlignmentMode { kNone, kHard, kSoft };
+// Which decoder step's cross-attention aligns a target piece (--alignment-step): the step that
+// predicts it, or the step that consumes it as input (Shift-Att, Chen et al. 2020).
+enum class AlignmentStep { kPredict, kConsume };
 enum class Quantize { kNone, kInt8 };
 enum class Ct2Quantization { kFloat32, kInt8, kInt16, kFloat16 };
 enum class ExportFormat { kCTranslate2 };
+// What one unit of translate's input is (--format): a sentence a line, a paragraph of text, or
+// a paragraph of HTML.
+enum class InputFormat { kLines, kText, kHtml };
 
 // BLEU and chrF improve upwards, the loss downwards.
 inline bool higher_is_better(BestMetric m) { return m != BestMetric::kLoss; }

@@ -41,17 +41,37 @@ std::vector<std::vector<float>> word_alignment(const std::vector<std::vector<flo
 std::vector<std::pair<int64_t, int64_t>> hard_alignment(
     const std::vector<std::vector<float>>& words);
 
+// The symmetrized links of two directions' hard alignments over S source and T target words,
+// by grow-diag-final-and (Koehn et al. 2005, as Moses and fast_align's atools run it): the
+// intersection, grown by neighbours (diagonals included) from the union that link a word not yet
+// linked, then the union's links of two unlinked words (forward's first, then reverse's).
+// Pairs are (source, target), sorted by target then source.
+std::vector<std::pair<int64_t, int64_t>> grow_diag_final_and(
+    const std::vector<std::pair<int64_t, int64_t>>& forward,
+    const std::vector<std::pair<int64_t, int64_t>>& reverse, int64_t source_words,
+    int64_t target_words);
+
+// For each of `target_words` target words, the source word of its links with the largest
+// weight (weights[t][s]; the first among equals), or -1 when it has no link: the one position a
+// word's markup follows.
+std::vector<int64_t> target_sources(const std::vector<std::pair<int64_t, int64_t>>& links,
+                                    const std::vector<std::vector<float>>& weights,
+                                    int64_t target_words);
+
 // "0-0 1-2 ...": source-target pairs, as Marian and fast_align write them.
 std::string format_alignment(const std::vector<std::pair<int64_t, int64_t>>& pairs);
 
-// One hypothesis' word alignment: the words of the source line and of the hypothesis, and the
-// word matrix [target words][source words] (empty when either side has no words).
+// One hypothesis' word alignment: the words of the source line and of the hypothesis, the word
+// matrix [target words][source words] (empty when either side has no words), and the hard
+// links (source, target) in target order: hard_alignment(weights), or with a reverse model the
+// two directions' links symmetrized.
 struct WordAlignment {
   std::vector<std::string> source, target;
   std::vector<std::vector<float>> weights;
+  std::vector<std::pair<int64_t, int64_t>> links;
 };
 
-// As --alignment writes it: "i-j ..." (hard), or the JSON object {"source", "target",
+// As --alignment writes it: "i-j ..." (the links, hard), or the JSON object {"source", "target",
 // "alignment"} with weights to four decimals (soft), to which the caller adds the hypothesis.
 std::string hard_alignment_text(const WordAlignment& a);
 nlohmann::json soft_alignment_object(const WordAlignment& a);

@@ -20,9 +20,12 @@ void attach_attention(Scorer& scorer, const Vocabs& vocabs,
                       std::vector<Translation*>& results);
 
 // Every hypothesis' word alignment (--alignment), from one teacher-forced pass over all of
-// them: options.alignment_layer's cross-attention (-1: the penultimate layer), mean over heads,
-// at the step that predicted each piece, over the source line's pieces (not the tag or EOS).
-// A search that gave fewer hypotheses than nbest repeats its last alignment, as its texts.
+// them: options.alignment_layer's cross-attention (-1: the last layer), mean over heads,
+// at options.alignment_step, over the source line's pieces (not the tag or EOS), summed into
+// words. The hard links are each direction's best (hard_alignment), symmetrized by
+// grow_diag_final_and with options.reverse_scorer's alignment of the hypothesis to the source
+// line when there is one. A search that gave fewer hypotheses than nbest repeats its last
+// alignment, as its texts.
 void attach_alignments(Scorer& scorer, const Vocabs& vocabs,
                        const std::vector<std::vector<int64_t>>& src_rows,
                        const std::vector<std::string>& source_lines,

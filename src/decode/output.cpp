@@ -7,6 +7,7 @@
 
 #include "plot/attention.h"
 #include "util/io.h"
+#include "util/util.h"
 
 namespace nmt {
 
@@ -36,10 +37,55 @@ std::string soft_line(const Translation& r, size_t j, int64_t index, const Outpu
   return obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// A document unit's line: its text, then its sentences' scores (space-separated) and hard
+// alignments ("k:i-j", word i of sentence k's source and word j of its translation), or one
+// JSON object with each sentence's soft alignment. A unit without sentences (a blank or
+// whitespace-only line) is written as it is in hard and score output: blank lines stay blank.
+void write_document_unit(std::ostream& out, const Translation& t, const OutputOptions& options,
+                         AlignmentMode alignment) {
+  if (t.sentences.empty() && alignment != AlignmentMode::kSoft) {
+    out << t.texts[0] << '\n';
+    return;
+  }
+  if (alignment == AlignmentMode::kSoft) {
+    nlohmann::json sentences = nlohmann::json::array();
+    for (const auto& s : t.sentences) {
+      auto obj = soft_alignment_object(s.alignments.empty() ? WordAlignment{} : s.alignments[0]);
+      obj["translation"] = s.texts[0];
+      if (options.scores) obj["score"] = std::stod(format_score(s.scores[0]));
+      sentences.push_back(std::move(obj));
+    }
+    const nlohmann::json unit = {{"translation", t.texts[0]}, {"sentences", sentences}};
+    out << unit.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    return;
+  }
+  std::string line = t.texts[0];
+  if (alignment == AlignmentMode::kHard) {
+    std::string pairs;
+    for (size_t k = 0; k < t.sentences.size(); ++k) {
+      const auto& a = t.sentences[k].alignments;
+      for (const auto& pair : split(a.empty() ? "" : hard_alignment_text(a[0]), ' '))
+        if (!pair.empty()) pairs += (pairs.empty() ? "" : " ") + std::to_string(k) + ":" + pair;
+    }
+    line += " ||| " + pairs;
+  }
+  if (options.scores) {
+    std::string scores;
+    for (const auto& s : t.sentences)
+      scores += (scores.empty() ? "" : " ") + format_score(s.scores[0]);
+    line += '\t' + scores;
+  }
+  out << line << '\n';
+}
+
 }  // namespace
 
 void write_translation(std::ostream& out, const Translation& t, int64_t index,
                        const OutputOptions& options, AlignmentMode alignment) {
+  if (options.document) {
+    write_document_unit(out, t, options, alignment);
+    return;
+  }
   for (size_t j = 0; j < (options.nbest ? t.texts.size() : 1); ++j) {
     if (alignment == AlignmentMode::kSoft) {
       out << soft_line(t, j, index, options) << '\n';

@@ -67,10 +67,11 @@ void check_attention_options(Scorer& scorer, const TranslateOptions& options) {
     throw Error("attention layer " + std::to_string(options.attention_layer) +
                 " is out of range: the model has " + std::to_string(scorer.attention_layers()) +
                 " decoder layers (0-based)");
-  if (options.alignment_layer >= scorer.attention_layers())
-    throw Error("alignment layer " + std::to_string(options.alignment_layer) +
-                " is out of range: the model has " + std::to_string(scorer.attention_layers()) +
-                " decoder layers (0-based)");
+  for (Scorer* s : {&scorer, options.reverse_scorer})
+    if (s && options.alignment_layer >= s->attention_layers())
+      throw Error("alignment layer " + std::to_string(options.alignment_layer) +
+                  " is out of range: " + (s == &scorer ? "the" : "the reverse") + " model has " +
+                  std::to_string(s->attention_layers()) + " decoder layers (0-based)");
   if (options.attention_head >= scorer.attention_heads())
     throw Error("attention head " + std::to_string(options.attention_head) +
                 " is out of range: the model has " + std::to_string(scorer.attention_heads()) +
@@ -264,11 +265,14 @@ TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader
   if (stream.skip_lines < 0) throw Error("skip_lines must be >= 0");
   const auto& stop_requested = stream.hooks.stop_requested;
   const auto stop = [&] { return stop_requested && stop_requested(); };
+  const auto next = [&](std::string& unit) {
+    return stream.format.read ? stream.format.read(in, unit) : in.next(unit);
+  };
   TranslateStats total;
   std::vector<std::string> chunk;
   std::string line;
   int64_t first_line = 0;  // 0-based number of the chunk's first line
-  while (first_line < stream.skip_lines && in.next(line)) ++first_line;
+  while (first_line < stream.skip_lines && next(line)) ++first_line;
   if (first_line < stream.skip_lines)
     throw Error(in.path() + " has " + std::to_string(first_line) + " lines, fewer than the " +
                 std::to_string(stream.skip_lines) + " already translated");
@@ -283,7 +287,9 @@ TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader
     if (term_files.active())
       term_files.read(static_cast<int64_t>(chunk.size()), terms.constraints, terms.avoid);
     const auto results =
-        translate_lines(scorer, vocabs, chunk, options, &s, terms, stream.hooks, first_line);
+        stream.format.translate
+            ? stream.format.translate(chunk, terms, stream.hooks, first_line, &s)
+            : translate_lines(scorer, vocabs, chunk, options, &s, terms, stream.hooks, first_line);
     size_t written = 0;
     for (; written < results.size() && results[written].done; ++written)
       write_translation(out, results[written], first_line + static_cast<int64_t>(written), output,
@@ -296,7 +302,7 @@ TranslateStats translate_stream(Scorer& scorer, const Vocabs& vocabs, LineReader
     first_line += static_cast<int64_t>(chunk.size());
     chunk.clear();
   };
-  while (!stopped && !stop() && in.next(line)) {
+  while (!stopped && !stop() && next(line)) {
     chunk.push_back(std::move(line));
     if (static_cast<int64_t>(chunk.size()) >= stream.chunk_lines) flush_chunk();
   }

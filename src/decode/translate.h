@@ -39,11 +39,17 @@ struct TranslateOptions {
   // The id of a tag piece put before every non-empty source line's ids (--tag; -1 = none), as
   // data.train[i].tag puts it before a corpus's sources. It counts toward the input limit.
   int64_t tag_id = -1;
-  // --alignment: each hypothesis' word alignment from the cross-attention of one decoder layer,
-  // mean over heads, at the step that predicted each piece (-1: the penultimate layer, the best
-  // of the three a recipe model has by docs/translating.md's measurement).
+  // --alignment: each hypothesis' word alignment from the cross-attention of one decoder layer
+  // (-1: the last), mean over heads, at the step that predicts each piece or the one that
+  // consumes it (Shift-Att) (decode/cross_attention.h; docs/documents.md has the measurement
+  // that chose the defaults).
   AlignmentMode alignment = AlignmentMode::kNone;
   int64_t alignment_layer = -1;
+  AlignmentStep alignment_step = AlignmentStep::kPredict;
+  // --reverse-checkpoint: a target-to-source model (owned by the caller) whose alignment of each
+  // hypothesis to its source line is symmetrized with the forward one; null: forward only.
+  Scorer* reverse_scorer = nullptr;
+  const Vocabs* reverse_vocabs = nullptr;
   // --constraints / --avoid files ("" = none): one line per input line, tab-separated target
   // phrases, read in step with the input by translate_stream and evaluate_files.
   std::string constraints_file, avoid_file;
@@ -64,6 +70,9 @@ struct Translation {
   std::optional<AttentionMap> attention;  // cross-attention of the best hypothesis
   std::vector<WordAlignment> alignments;  // with options.alignment, per hypothesis
   bool done = false;                      // translated (false: a stop came first)
+  // A document's unit (doc/document.h): its sentences' own results, in order, which the output
+  // reports per sentence (scores, alignments); empty for a line.
+  std::vector<Translation> sentences;
 };
 
 // How a long job follows and stops translation. Both optional.
@@ -119,6 +128,21 @@ std::vector<std::string> translate_best(Scorer& scorer, const Vocabs& vocabs,
                                         const LineTerms& terms = {});
 
 struct OutputOptions;  // decode/output.h
+class LineReader;
+
+// What translate_stream reads and translates as one unit of input and output: by default a
+// line, translated by translate_lines; a document format (doc/document.h) reads paragraphs and
+// translates their sentences. Either may be left empty for the default.
+struct UnitFormat {
+  // Reads the next unit into `unit`; false at the end of the input.
+  std::function<bool(LineReader& in, std::string& unit)> read;
+  // Translates a chunk of units, the first of them unit number `first_unit` of the input, with
+  // the chunk's terms; one result per unit.
+  std::function<std::vector<Translation>(const std::vector<std::string>& units,
+                                         const LineTerms& terms, const JobHooks& hooks,
+                                         int64_t first_unit, TranslateStats* stats)>
+      translate;
+};
 
 // How translate_stream reads, writes and follows a job.
 struct StreamOptions {
@@ -129,9 +153,8 @@ struct StreamOptions {
   // When hooks.stop_requested turns true, the chunk's translated lines up to the first
   // untranslated one are written and the stream ends.
   JobHooks hooks;
+  UnitFormat format;  // lines, unless a document format is asked
 };
-
-class LineReader;
 
 // Reads lines from `in` (plain or gzip, LF or CRLF; a last line without a newline counts; the
 // reader delivers what a pipe has without waiting for a block), translates them a
