@@ -14,6 +14,7 @@ PACKAGES=(
   libopenblas0-openmp     # replaces the reference BLAS that libtorch-dev pulls in (~25x faster)
   libsentencepiece-dev sentencepiece
   libcli11-dev libspdlog-dev nlohmann-json3-dev
+  libcpp-httplib-dev      # nmt serve's HTTP server
   zlib1g-dev              # gzip corpora (nmt prepare)
   libxxhash-dev           # the token store's checksums (XXH3)
   libgtest-dev libbenchmark-dev

@@ -149,6 +149,34 @@ TEST(Batcher, LimitsStopAndErrors) {
   EXPECT_THROW(failing.submit("k", {"x"}, {1, 2}), Error);
 }
 
+// A request withdrawn (its deadline passed) gives the units finished so far and leaves the
+// queue; the others' requests go on.
+TEST(Batcher, WithdrawGivesWhatIsDoneAndLeavesTheQueue) {
+  Recorder rec;
+  rec.hold = true;
+  Batcher::Limits limits;
+  limits.batch_tokens = 1;  // a batch per unit
+  Batcher b(limits, rec.function());
+  Batcher::Ticket ticket;
+  auto withdrawn = b.submit("k", {"a", "b", "c"}, {1, 1, 1}, &ticket);
+  rec.wait_holding();  // "a" is in the worker
+  auto other = b.submit("k", {"x"}, {1});
+  EXPECT_EQ(b.queued(), 3);
+  auto done = b.withdraw(ticket);  // nothing finished yet
+  EXPECT_EQ(done.size(), 3u);
+  EXPECT_FALSE(done[0] || done[1] || done[2]);
+  EXPECT_EQ(b.queued(), 1);  // "b" and "c" left
+  rec.release();
+  EXPECT_EQ(texts_of(other.get()), (std::vector<std::string>{"k:x"}));
+  EXPECT_TRUE(b.drain(std::chrono::milliseconds(1000)));
+  done = b.withdraw(ticket);  // "a" finished unseen: its result is there now
+  ASSERT_TRUE(done[0]);
+  EXPECT_EQ(done[0]->texts.at(0), "k:a");
+  EXPECT_FALSE(done[1] || done[2]);
+  EXPECT_EQ(rec.batches.size(), 2u);  // "a" and "x" only
+  EXPECT_EQ(withdrawn.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+}
+
 namespace {
 
 // The HTTP status a body is refused with (0: accepted), and the message.

@@ -2,7 +2,6 @@
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -170,22 +169,6 @@ int64_t prepare_resume(const std::string& path, int64_t lines_per_input, int64_t
   return inputs;
 }
 
-// The splitter's language: --source-lang, else the extension of the first training corpus's
-// source file when it is a language code ("train.en"), else English.
-std::string source_language(const TranslateArgs& args, const Config& config) {
-  if (!args.source_lang.empty()) return args.source_lang;
-  const auto& corpora = config.data.training.corpora;
-  if (!corpora.empty()) {
-    const std::string& src = corpora.front().src;
-    const auto dot = src.rfind('.');
-    const std::string ext = dot == std::string::npos ? "" : src.substr(dot + 1);
-    if (ext.size() == 2 && std::isalpha(static_cast<unsigned char>(ext[0])) &&
-        std::isalpha(static_cast<unsigned char>(ext[1])))
-      return ext;
-  }
-  return "en";
-}
-
 void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
   const DecodeOptions& options = request.options;
   DocumentOptions document;
@@ -228,7 +211,7 @@ void run_translate(const TranslateArgs& args, const DecodeRequest& request) {
     spdlog::info("alignments symmetrized with the reverse model {}", reverse->first().dir);
   }
   if (document.format != InputFormat::kLines) {
-    document.language = source_language(args, d.first().config);
+    document.language = splitter_language(args.source_lang, d.first().config);
     spdlog::info("{} input: paragraphs split into sentences ({} non-breaking prefixes){}",
                  args.format, document.language, args.wrapped ? ", wrapped" : "");
   }

@@ -14,4 +14,5 @@ void add_average_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_score_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 }  // namespace nmt

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -37,7 +38,7 @@ void add_model_flags(CLI::App* cmd, DecodeFlags& flags) {
                   "data (data.train[i].tag, e.g. \"<BT>\") started its sources (default: none)");
 }
 
-void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
+void add_search_flags(CLI::App* cmd, DecodeFlags& flags) {
   cmd->add_option("--beam", flags.beam, "Beam size; 1 = greedy (default: decode.beam_size)");
   cmd->add_option("--length-penalty", flags.length_penalty,
                   "GNMT length penalty alpha (default: decode.length_penalty)");
@@ -51,6 +52,10 @@ void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
                   "One of " + choice_list<Quantize>() +
                       ": dynamic int8 quantization of the output projection (CPU; faster, may "
                       "cost BLEU)");
+}
+
+void add_decode_flags(CLI::App* cmd, DecodeFlags& flags) {
+  add_search_flags(cmd, flags);
   cmd->add_option("--constraints", flags.constraints,
                   "Target phrases each translation must contain: one line per input line, "
                   "phrases separated by tabs, an empty line for none (beam search)");
@@ -215,6 +220,20 @@ DecodingModels load_for_decoding(const std::vector<std::string>& checkpoints,
   d.scorer = make_scorer(models, weights);
   if (models.size() > 1 || !weights.empty()) spdlog::info("ensemble of {} models", models.size());
   return d;
+}
+
+std::string splitter_language(const std::string& source_lang, const Config& config) {
+  if (!source_lang.empty()) return source_lang;
+  const auto& corpora = config.data.training.corpora;
+  if (!corpora.empty()) {
+    const std::string& src = corpora.front().src;
+    const auto dot = src.rfind('.');
+    const std::string ext = dot == std::string::npos ? "" : src.substr(dot + 1);
+    if (ext.size() == 2 && std::isalpha(static_cast<unsigned char>(ext[0])) &&
+        std::isalpha(static_cast<unsigned char>(ext[1])))
+      return ext;
+  }
+  return "en";
 }
 
 }  // namespace nmt

@@ -42,8 +42,10 @@ struct DecodeFlags {
 // --ensemble-weights and --tag (what nmt score takes).
 void add_model_flags(CLI::App* cmd, DecodeFlags& flags);
 
-// Adds the model flags and the search's: --beam, --length-penalty, --parallel, --quantize,
-// --constraints and --avoid.
+// Adds the model flags and the search's: --beam, --length-penalty, --parallel and --quantize.
+void add_search_flags(CLI::App* cmd, DecodeFlags& flags);
+
+// Adds the search flags and the term files: --constraints and --avoid.
 void add_decode_flags(CLI::App* cmd, DecodeFlags& flags);
 
 // Adds what only translate searches with: --nbest, --sampling, --temperature, --top-k, --top-p
@@ -88,5 +90,10 @@ struct DecodingModels {
 // vocabularies are refused, and so is a --tag that is not a piece of their source vocabulary.
 DecodingModels load_for_decoding(const std::vector<std::string>& checkpoints,
                                  const DecodeOptions& options);
+
+// The sentence splitter's language for --format text|html: --source-lang when given, else the
+// extension of the first training corpus's source file when it is a language code ("train.en"),
+// else English.
+std::string splitter_language(const std::string& source_lang, const Config& config);
 
 }  // namespace nmt

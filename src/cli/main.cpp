@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   nmt::add_translate_command(app);
   nmt::add_eval_command(app);
   nmt::add_score_command(app);
+  nmt::add_serve_command(app);
   nmt::add_average_command(app);
   nmt::add_plot_command(app);
   nmt::add_export_command(app);

@@ -37,6 +37,18 @@ std::string soft_line(const Translation& r, size_t j, int64_t index, const Outpu
   return obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// A document unit's hard alignment: "k:i-j" for word i of sentence k's source and word j of its
+// translation.
+std::string document_hard_alignment(const Translation& t) {
+  std::string pairs;
+  for (size_t k = 0; k < t.sentences.size(); ++k) {
+    const auto& a = t.sentences[k].alignments;
+    for (const auto& pair : split(a.empty() ? "" : hard_alignment_text(a[0]), ' '))
+      if (!pair.empty()) pairs += (pairs.empty() ? "" : " ") + std::to_string(k) + ":" + pair;
+  }
+  return pairs;
+}
+
 // A document unit's line: its text, then its sentences' scores (space-separated) and hard
 // alignments ("k:i-j", word i of sentence k's source and word j of its translation), or one
 // JSON object with each sentence's soft alignment. A unit without sentences (a blank or
@@ -60,15 +72,7 @@ void write_document_unit(std::ostream& out, const Translation& t, const OutputOp
     return;
   }
   std::string line = t.texts[0];
-  if (alignment == AlignmentMode::kHard) {
-    std::string pairs;
-    for (size_t k = 0; k < t.sentences.size(); ++k) {
-      const auto& a = t.sentences[k].alignments;
-      for (const auto& pair : split(a.empty() ? "" : hard_alignment_text(a[0]), ' '))
-        if (!pair.empty()) pairs += (pairs.empty() ? "" : " ") + std::to_string(k) + ":" + pair;
-    }
-    line += " ||| " + pairs;
-  }
+  if (alignment == AlignmentMode::kHard) line += " ||| " + document_hard_alignment(t);
   if (options.scores) {
     std::string scores;
     for (const auto& s : t.sentences)
@@ -105,6 +109,31 @@ void write_translation(std::ostream& out, const Translation& t, int64_t index,
       out << text << '\n';
   }
   if (t.attention) write_attention(options.attention_dir, index + 1, *t.attention);
+}
+
+nlohmann::json result_json(const Translation& t, const OutputOptions& options,
+                           AlignmentMode alignment) {
+  nlohmann::json r = {{"translation", t.texts[0]}};
+  const auto score = [](const Translation& x) { return std::stod(format_score(x.scores[0])); };
+  const auto soft = [](const Translation& x) {
+    return soft_alignment_object(x.alignments.empty() ? WordAlignment{} : x.alignments[0]);
+  };
+  if (!options.document) {
+    if (options.scores) r["score"] = score(t);
+    if (alignment == AlignmentMode::kHard)
+      r["alignment"] = t.alignments.empty() ? "" : hard_alignment_text(t.alignments[0]);
+    if (alignment == AlignmentMode::kSoft) r["alignment"] = soft(t);
+    return r;
+  }
+  nlohmann::json scores = nlohmann::json::array(), softs = nlohmann::json::array();
+  for (const auto& s : t.sentences) {
+    scores.push_back(score(s));
+    softs.push_back(soft(s));
+  }
+  if (options.scores) r["score"] = scores;
+  if (alignment == AlignmentMode::kHard) r["alignment"] = document_hard_alignment(t);
+  if (alignment == AlignmentMode::kSoft) r["alignment"] = softs;
+  return r;
 }
 
 }  // namespace nmt

@@ -34,4 +34,11 @@ std::string format_score(double score);
 void write_translation(std::ostream& out, const Translation& t, int64_t index,
                        const OutputOptions& options, AlignmentMode alignment);
 
+// The best hypothesis of one result as JSON fields, with write_translation's values (nmt serve):
+// "translation"; with scores, "score" (a document's unit: a list, one per sentence); with an
+// alignment, "alignment": hard, its text ("i-j ...", a unit's "k:i-j ..."); soft, its object (a
+// unit's: a list, one per sentence).
+nlohmann::json result_json(const Translation& t, const OutputOptions& options,
+                           AlignmentMode alignment);
+
 }  // namespace nmt

@@ -8,24 +8,28 @@
 
 namespace nmt {
 
-struct Batcher::Request {
+struct BatcherRequest {
   std::string key;
   std::vector<std::string> units;
   std::vector<int64_t> tokens;
   std::vector<Translation> results;
   size_t next = 0;  // the first unit not taken yet
   size_t done = 0;  // units finished
+  std::vector<bool> finished;
   bool failed = false;
+  bool withdrawn = false;  // withdraw(): nobody waits for the promise
   std::chrono::steady_clock::time_point arrived;
   std::promise<std::vector<Translation>> promise;
 };
 
-Batcher::Batcher(Limits limits, Translate translate, ServeMetrics* metrics)
+Batcher::Batcher(Limits limits, Translate translate, ServeMetrics* metrics, bool own_thread)
     : limits_(limits), translate_(std::move(translate)), metrics_(metrics) {
   if (limits_.batch_tokens < 1) throw Error("batcher: batch_tokens must be >= 1");
   if (limits_.max_queue < 1) throw Error("batcher: max_queue must be >= 1");
-  worker_ = std::thread([this] { run(); });
+  if (own_thread) worker_ = std::thread([this] { run(); });
 }
+
+void Batcher::work() { run(); }
 
 Batcher::~Batcher() {
   stop();
@@ -34,13 +38,16 @@ Batcher::~Batcher() {
 
 std::future<std::vector<Translation>> Batcher::submit(std::string key,
                                                       std::vector<std::string> units,
-                                                      std::vector<int64_t> tokens) {
+                                                      std::vector<int64_t> tokens,
+                                                      Ticket* ticket) {
   if (tokens.size() != units.size()) throw Error("batcher: one token count per unit expected");
   auto r = std::make_shared<Request>();
   r->key = std::move(key);
   r->units = std::move(units);
   r->tokens = std::move(tokens);
   r->results.resize(r->units.size());
+  r->finished.resize(r->units.size());
+  if (ticket) ticket->request_ = r;
   r->arrived = std::chrono::steady_clock::now();
   auto future = r->promise.get_future();
   if (r->units.empty()) {
@@ -70,19 +77,50 @@ bool Batcher::drain(std::chrono::milliseconds timeout) {
   return drained_.wait_for(lock, timeout, [this] { return queued_ == 0 && in_flight_ == 0; });
 }
 
+std::vector<std::optional<Translation>> Batcher::withdraw(const Ticket& ticket) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  auto& r = ticket.request_;
+  if (!r) throw Error("batcher: withdraw of a request never submitted");
+  std::vector<std::optional<Translation>> done(r->units.size());
+  for (size_t u = 0; u < r->units.size(); ++u)
+    if (r->finished[u]) done[u] = r->results[u];
+  if (r->withdrawn) return done;
+  r->withdrawn = true;
+  const auto left = static_cast<int64_t>(r->units.size() - r->next);
+  if (left > 0) {
+    queued_ -= left;
+    r->next = r->units.size();
+    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), r), waiting_.end());
+    if (metrics_) metrics_->set_queue_length(queued_);
+    if (queued_ == 0 && in_flight_ == 0) drained_.notify_all();
+  }
+  return done;
+}
+
 int64_t Batcher::queued() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   return queued_;
 }
 
+// When the wait for a fuller batch began: the head request's arrival, or the end of the last
+// batch when that came later. The clients the last batch answered are likely to send again at
+// once; without waiting for them, clients that arrive together split into alternating half
+// batches (measured: 15 sentences a batch for 32 clients).
+std::chrono::steady_clock::time_point Batcher::wait_start() const {
+  return std::max(waiting_.front()->arrived, last_batch_end_);
+}
+
 // Whether to wait for more work before taking a batch: the head request's key does not fill a
-// batch yet, the oldest waited less than max_delay, and other requests are about (the last batch
-// served several, or several wait): a lone client's request goes at once.
-bool Batcher::should_wait(std::unique_lock<std::mutex>&) const {
+// batch yet, fewer requests wait than the last batch served, less than max_delay passed since
+// wait_start(), and other requests are about (the last batch served several, or several wait):
+// a lone client's request goes at once.
+bool Batcher::should_wait() const {
   if (stopping_ || waiting_.empty()) return false;
   const auto& head = waiting_.front();
   if (last_batch_requests_ <= 1 && waiting_.size() <= 1) return false;
-  if (std::chrono::steady_clock::now() - head->arrived >= limits_.max_delay) return false;
+  // As many requests wait as the last batch served: its clients are back, more is unlikely.
+  if (waiting_.size() >= last_batch_requests_) return false;
+  if (std::chrono::steady_clock::now() - wait_start() >= limits_.max_delay) return false;
   int64_t tokens = 0;
   for (const auto& r : waiting_)
     if (r->key == head->key)
@@ -115,8 +153,9 @@ void Batcher::run() {
   for (;;) {
     wake_.wait(lock, [this] { return stopping_ || !waiting_.empty(); });
     if (waiting_.empty()) return;  // stopping, nothing left
-    while (should_wait(lock))
-      wake_.wait_until(lock, waiting_.front()->arrived + limits_.max_delay);
+    while (should_wait())
+      wake_.wait_until(lock, wait_start() + limits_.max_delay);
+    if (waiting_.empty()) continue;  // withdrawn while waiting
     auto batch = take_batch();
     queued_ -= static_cast<int64_t>(batch.size());
     in_flight_ += static_cast<int64_t>(batch.size());
@@ -150,13 +189,16 @@ void Batcher::finish(std::vector<Taken>& batch, std::vector<Translation>* result
     auto& r = *batch[i].request;
     served.insert(&r);
     if (results) r.results[batch[i].unit] = std::move((*results)[i]);
-    if (error && !r.failed) {
+    r.finished[batch[i].unit] = results != nullptr;
+    if (error && !r.failed && !r.withdrawn) {
       r.failed = true;
       r.promise.set_exception(error);
     }
-    if (++r.done == r.units.size() && !r.failed) r.promise.set_value(std::move(r.results));
+    if (++r.done == r.units.size() && !r.failed && !r.withdrawn)
+      r.promise.set_value(std::move(r.results));
   }
   last_batch_requests_ = served.size();
+  last_batch_end_ = std::chrono::steady_clock::now();
   in_flight_ -= static_cast<int64_t>(batch.size());
   if (queued_ == 0 && in_flight_ == 0) drained_.notify_all();
 }

@@ -38,6 +38,14 @@ double number_of(const json& v, const std::string& field) {
   return v.get<double>();
 }
 
+// A list of strings, each checked ("field[i]" in errors).
+std::vector<std::string> strings_of(const json& v, const std::string& field) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i)
+    out.push_back(string_of(v[i], field + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
 std::vector<std::string> texts_of(const json& v, const RequestLimits& limits) {
   std::vector<std::string> texts;
   if (v.is_string()) {
@@ -46,8 +54,7 @@ std::vector<std::string> texts_of(const json& v, const RequestLimits& limits) {
     if (static_cast<int64_t>(v.size()) > limits.max_texts)
       throw HttpError(413, "\"text\": " + std::to_string(v.size()) + " strings, at most " +
                                std::to_string(limits.max_texts));
-    for (size_t i = 0; i < v.size(); ++i)
-      texts.push_back(string_of(v[i], "text[" + std::to_string(i) + "]"));
+    texts = strings_of(v, "text");
   } else {
     bad("text", "must be a string or a list of strings");
   }
@@ -64,20 +71,14 @@ std::vector<std::vector<std::string>> phrases_of(const json& v, const std::strin
                                                  size_t texts) {
   if (!v.is_array()) bad(field, "must be a list of phrases, or a list of such lists");
   const bool per_text = !v.empty() && v[0].is_array();
-  if (!per_text) {
-    std::vector<std::string> phrases;
-    for (size_t i = 0; i < v.size(); ++i)
-      phrases.push_back(string_of(v[i], field + "[" + std::to_string(i) + "]"));
-    return std::vector<std::vector<std::string>>(texts, phrases);
-  }
+  if (!per_text) return std::vector<std::vector<std::string>>(texts, strings_of(v, field));
   if (v.size() != texts)
     bad(field, std::to_string(v.size()) + " lists for " + std::to_string(texts) + " texts");
   std::vector<std::vector<std::string>> out(texts);
   for (size_t t = 0; t < texts; ++t) {
     const std::string at = field + "[" + std::to_string(t) + "]";
     if (!v[t].is_array()) bad(at, "must be a list of phrases");
-    for (size_t i = 0; i < v[t].size(); ++i)
-      out[t].push_back(string_of(v[t][i], at + "[" + std::to_string(i) + "]"));
+    out[t] = strings_of(v[t], at);
   }
   return out;
 }
