@@ -2,15 +2,19 @@
 """Benchmark `nmt serve` against `nmt translate` on the same sentences.
 
 Three modes:
-  throughput (default)  N keep-alive clients, one sentence a request, pulled from a shared
-                        queue: server sentences/s over the load's wall time, p50/p95/p99
-                        latency, status counts, server RSS before and after, the ratio to
-                        `nmt translate` sentences/s (model loading excluded: read from its log),
-                        and whether the server's translations are byte-identical to translate's.
-                        --repeat K runs the load K times on one server and prints the median.
-  latency               one client, one sentence at a time: server p50/p95 latency, against the
+  throughput (default)  N keep-alive clients, one sentence a request: server sentences/s,
+                        p50/p95/p99 latency, status counts, server RSS before and after, the mean
+                        batch size from its /metrics, and the ratio to `nmt translate`'s
+                        sentences/s on the same lines (model loading excluded: read from its log).
+                        --client python (default): threads pulling the lines from a queue, and a
+                        check that the translations are byte-identical to translate's;
+                        --client wrk: Debian's wrk for --seconds (a C event loop, so the load
+                        generator leaves the cores to the server; the Python client took most
+                        of a core on 2). --repeat K runs the load K times and prints the median.
+  latency               one client, one sentence at a time: server p50/p95 latency against the
                         median time `nmt translate` takes on single-sentence files (the first
-                        min(lines, 20) sentences, loading excluded), and their p50 ratio.
+                        min(lines, 20) sentences, loading excluded), and the server's mean against
+                        a warm translate (--chunk-lines 1 on the same lines).
   drain                 --clients (default 64 here) clients loop on one-sentence requests; after
                         --drain-after seconds the server gets SIGTERM. Counts complete 200s,
                         other statuses, requests not accepted (refused/reset/closed before any
@@ -20,7 +24,8 @@ Three modes:
 
   python3 scripts/bench_serve.py --checkpoint DIR --src FILE [--lines 1000] [--clients 32] \\
       [--beam 1] [--threads 0] [--nmt build/nmt] [--mode throughput|latency|drain] \\
-      [--repeat 1] [--work DIR] [--drain-after 2]
+      [--client python|wrk] [--seconds 10] [--serve-flags "..."] [--repeat 1] [--work DIR] \\
+      [--drain-after 2]
 """
 import argparse
 import http.client
