@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "util/util.h"
 
 namespace nmt_test {
 
@@ -47,6 +48,16 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The message of the nmt::Error that f throws ("" when it throws none).
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const nmt::Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);

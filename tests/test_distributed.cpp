@@ -216,6 +216,36 @@ TEST_F(DataParallel, TwoProcessesTrainLikeOneWithTwiceTheAccumulation) {
               nmt_test::read_text(dir / "single/checkpoints/ckpt-00000030/model.pt"));
 }
 
+// With subword sampling the two processes draw, pair for pair, what one process with twice the
+// accumulation draws: the same target tokens at every step, the losses to float rounding.
+TEST_F(DataParallel, TwoProcessesDrawTheSegmentationsOneProcessDraws) {
+  nmt_test::TempDir dir;
+  const auto gen = run_command("python3 scripts/make_quickstart_data.py --out " + (dir / "data") +
+                               " --train 400 --valid 10 --test 10");
+  ASSERT_EQ(gen.status, 0) << gen.output;
+  constexpr int kSteps = 16;
+  const std::string sampling =
+      " --set data.src_sampling.enabled=true --set data.src_sampling.alpha=0.2"
+      " --set data.tgt_sampling.enabled=true --set data.tgt_sampling.alpha=0.2";
+  auto one = run_command(nmt_bin() + train_args(dir, "one", kSteps) + sampling +
+                         " --set train.accum_steps=2 2>&1");
+  ASSERT_EQ(one.status, 0) << one.output;
+  const std::string vocab = " --set vocab.model=" + (dir / "one/spm.model");
+  auto two = run_command("scripts/torchrun --nproc_per_node 2 --master_port " +
+                         std::to_string(nmt::free_loopback_port()) + " --no_python " +
+                         nmt_test::nmt_binary() + train_args(dir, "two", kSteps) + vocab +
+                         sampling + " 2>&1");
+  ASSERT_EQ(two.status, 0) << two.output;
+  const auto a = nmt::read_metrics(dir / "one/metrics.jsonl").train;
+  const auto b = nmt::read_metrics(dir / "two/metrics.jsonl").train;
+  ASSERT_EQ(a.size(), static_cast<size_t>(kSteps));
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].tgt_tokens, b[i].tgt_tokens) << "step " << a[i].step;
+    EXPECT_LE(std::abs(a[i].loss - b[i].loss) / std::abs(a[i].loss), 1e-4) << "step " << a[i].step;
+  }
+}
+
 namespace {
 std::vector<std::pair<int64_t, double>> losses_of(const std::string& metrics) {
   std::vector<std::pair<int64_t, double>> out;

@@ -137,6 +137,33 @@ TEST(Resume, BitExactWithBf16ProductsOnTheCpu) {
 // lives in cuDNN and in no checkpoint (docs/gpu.md): there the steps after a resume differ.
 TEST(Resume, BitExactForAnRnnRun) { check_bit_exact_resume("rnn", " --set train.device=cpu"); }
 
+// With subword sampling on both sides the draws are keyed by (seed, epoch, pair), so a resumed
+// run draws what the uninterrupted one drew; the losses show that sampling did happen.
+TEST(Resume, BitExactWithSubwordSampling) {
+  const std::string sampling =
+      " --set data.src_sampling.enabled=true --set data.src_sampling.alpha=0.2"
+      " --set data.tgt_sampling.enabled=true --set data.tgt_sampling.alpha=0.2";
+  std::map<int64_t, std::string> sampled;
+  check_bit_exact_resume("transformer", " --set train.device=cpu" + sampling, &sampled);
+  nmt_test::TempDir dir;
+  const std::string data = small_data(dir, 400);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  auto r = run_command(train_command(data, dir / "plain", 12, "transformer",
+                                     " --set train.device=cpu"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto plain = step_rows(dir / "plain/metrics.jsonl");
+  ASSERT_EQ(plain.size(), 12u);
+  int differ = 0;
+  for (int64_t step = 1; step <= 12; ++step) differ += plain.at(step) != sampled.at(step);
+  EXPECT_GE(differ, 11) << "sampling changed the batches of only " << differ << " of 12 steps";
+  // Another draw under a checkpoint is refused like other data changes.
+  r = run_command(train_command(data, dir / "plain", 24, "transformer",
+                                " --set train.device=cpu" + sampling) + " --resume");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("data.src_sampling changed from off to {"), std::string::npos)
+      << r.output;
+}
+
 // A change that breaks exact continuation is refused, naming the key and the way out.
 TEST(Resume, RefusesChangedBatchingOrOptimizerUnlessReset) {
   nmt_test::TempDir dir;

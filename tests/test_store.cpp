@@ -29,6 +29,8 @@ using nmt_test::run_command;
 using nmt_test::write_text;
 namespace fs = std::filesystem;
 
+using nmt_test::error_of;
+
 namespace {
 
 // A tiny joint vocabulary, trained once for the suite.
@@ -62,15 +64,6 @@ std::pair<std::string, std::string> pair_text(const TokenStore& s, int64_t i) {
   s.append_tgt(i, y);
   return {tiny_vocabs().src.decode(std::vector<int>(x.begin(), x.end())),
           tiny_vocabs().tgt.decode(std::vector<int>(y.begin(), y.end()))};
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // The batch plan as it was made before the store (a comparator sort over all pairs): the plan

@@ -27,6 +27,8 @@ using nmt_test::read_text;
 using nmt_test::run_command;
 using nmt_test::write_text;
 
+using nmt_test::error_of;
+
 namespace {
 
 // Number words, as the quickstart corpus has them.
@@ -45,15 +47,6 @@ Vocabs tiny_vocabs(const std::vector<std::string>& symbols) {
   o.user_symbols = symbols;
   const auto sp = SentencePiece::train(number_text(), o);
   return Vocabs{sp, sp, true};
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Two corpora: a.* untagged, b.* with `tag_b` ("" = none).

@@ -95,6 +95,16 @@ struct TrainingData {
   std::vector<std::string> tags() const;
 };
 
+// Subword regularization of one side of the training data: each time a training sentence is
+// read, a segmentation drawn from the vocabulary instead of its best one. Validation, eval and
+// translation always use the best segmentation.
+struct SubwordSampling {
+  bool enabled = false;  // draw a segmentation each time a training sentence is read
+  double alpha = 0.1;    // unigram: smoothing of the draw (small = flatter; large = the best)
+  int64_t nbest = -1;    // unigram: draw among the nbest best segmentations (-1 = all of them)
+  double dropout = 0.1;  // bpe: probability that each merge is skipped (BPE-dropout)
+};
+
 struct DataConfig {
   // Three spellings of the training data, kept as given so the config prints back as written;
   // read `training` instead.
@@ -109,6 +119,8 @@ struct DataConfig {
   int64_t max_len = 128;  // drop training pairs with more pieces than this on either side
   double max_len_ratio = 0;  // drop pairs whose longer side has more than this x the shorter's
   bool dedup = false;        // drop pairs identical to an earlier pair
+  SubwordSampling src_sampling;  // subword regularization of training sources
+  SubwordSampling tgt_sampling;  // subword regularization of training targets
   TrainingData training;     // the spellings above, normalized by parse_config (not a JSON key)
 };
 

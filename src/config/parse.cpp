@@ -60,6 +60,11 @@ class Parser {
     sub.reject_unknown();
   }
 
+  template <class S>
+  void optional_section(const std::string& name, S& target, bool) {
+    section(name, target);
+  }
+
   template <class T>
   void operator()(const std::string& name, T& field, const char*, const Check<T>& check) {
     known_.push_back(name);

@@ -35,6 +35,10 @@ class Printer {
     out_[name] = std::move(sub);
   }
   template <class S>
+  void optional_section(const std::string& name, S& s, bool present) {
+    if (present) section(name, s);
+  }
+  template <class S>
   void list(const std::string& name, std::vector<S>& elements, const char*) {
     json out = json::array();
     for (auto& e : elements) {
@@ -74,6 +78,10 @@ class Documenter {
     prefix_ += name + ".";
     visit(s, *this);
     prefix_ = outer;
+  }
+  template <class S>
+  void optional_section(const std::string& name, S& s, bool) {
+    section(name, s);
   }
   template <class S>
   void list(const std::string& name, std::vector<S>&, const char* doc) {

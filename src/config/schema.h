@@ -54,6 +54,26 @@ void visit(CorpusConfig& c, V& v) {
 }
 
 template <class V>
+void visit(SubwordSampling& c, V& v) {
+  v("enabled", c.enabled,
+    "draw a segmentation of each training sentence each time it is read (subword "
+    "regularization); validation, eval and translate use the best one",
+    any<bool>());
+  v("alpha", c.alpha,
+    "unigram vocabularies: smoothing of the draw (near 0: all segmentations alike; large: the "
+    "best one)",
+    in_range(0.0, 100.0));
+  v("nbest", c.nbest,
+    "unigram vocabularies: draw among this many best segmentations (-1 = among all of them)",
+    Check<int64_t>([](const int64_t& n) -> std::optional<std::string> {
+      if (n == -1 || (n >= 2 && n <= 512)) return std::nullopt;
+      return "must be -1 (all segmentations) or in [2, 512], got " + std::to_string(n);
+    }));
+  v("dropout", c.dropout, "bpe vocabularies: probability that each merge is skipped (BPE-dropout)",
+    in_range(0.0, 1.0, false));
+}
+
+template <class V>
 void visit(DataConfig& c, V& v) {
   v("train_src", c.train_src, "training source file (plain text or gzip), one sentence a line",
     any<std::string>());
@@ -87,7 +107,11 @@ void visit(DataConfig& c, V& v) {
     }));
   v("dedup", c.dedup, "drop training pairs identical to an earlier pair (by a 64-bit hash)",
     any<bool>());
+  // Printed only when on: configs and checkpoints without sampling keep their bytes.
+  v.optional_section("src_sampling", c.src_sampling, c.src_sampling.enabled);
+  v.optional_section("tgt_sampling", c.tgt_sampling, c.tgt_sampling.enabled);
 }
+
 
 template <class V>
 void visit(VocabConfig& c, V& v) {

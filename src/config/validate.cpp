@@ -24,6 +24,19 @@ void validate_training_data(const DataConfig& d) {
     throw Error("data.valid_tgt: give both valid_src and valid_tgt, or neither");
 }
 
+// Sampling needs a vocabulary with more than one segmentation of a word (a given model's type
+// is checked when it is loaded: data/subword_sampling.h).
+void validate_sampling(const Config& c) {
+  const bool trained = c.vocab.model.empty() && c.vocab.src_model.empty();
+  const VocabType type = c.vocab.model_type;
+  for (const auto& [key, s] : {std::pair<const char*, const SubwordSampling*>{
+                                   "data.src_sampling", &c.data.src_sampling},
+                               {"data.tgt_sampling", &c.data.tgt_sampling}})
+    if (s->enabled && trained && type != VocabType::kUnigram && type != VocabType::kBpe)
+      throw Error(std::string(key) + ".enabled: sampling needs a unigram or bpe vocabulary, " +
+                  "vocab.model_type is " + name_of(type));
+}
+
 }  // namespace
 
 void validate_cross_fields(const Config& c) {
@@ -71,6 +84,7 @@ void validate_cross_fields(const Config& c) {
     throw Error("decode.nbest: " + std::to_string(c.decode.nbest) + " exceeds decode.beam_size " +
                 std::to_string(c.decode.beam_size));
   validate_training_data(c.data);
+  validate_sampling(c);
 }
 
 void validate_data_files(const Config& c) {

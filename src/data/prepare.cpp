@@ -217,7 +217,7 @@ struct Filters {
         ++s.duplicate;
         continue;
       }
-      out.add(c.x[i], c.y[i]);
+      out.add(c.x[i], c.y[i], c.src[i], c.tgt[i]);
       ++s.kept;
     }
   }
@@ -359,7 +359,7 @@ void prepare_store(const Config& c, const Vocabs* given, const std::string& dir,
     // its thread count, and the store's bytes must not depend on the encoding threads.
     const Vocabs vocabs = given != nullptr ? *given : train_vocabs(c, effective_threads(c));
     const int bytes_per_id = std::max(vocabs.src.size(), vocabs.tgt.size()) <= 65536 ? 2 : 4;
-    StoreWriter out(tmp, bytes_per_id);
+    StoreWriter out(tmp, bytes_per_id, needs_text(c));
     Filters filters{{c.data.max_len, c.data.max_len_ratio, false}, c.data.dedup, {}};
     CorpusStats total;
     std::vector<StoreInput> inputs;
@@ -389,6 +389,10 @@ void prepare_store(const Config& c, const Vocabs* given, const std::string& dir,
   spdlog::info("token store {} ready in {:.1f} s", dir, seconds);
 }
 
+bool needs_text(const Config& c) {
+  return c.data.src_sampling.enabled || c.data.tgt_sampling.enabled;
+}
+
 std::string store_key(const Config& c) {
   json inputs = json::array();
   const auto paths = input_paths(c);
@@ -400,7 +404,7 @@ std::string store_key(const Config& c) {
   }
   const StoreFilters f = StoreFilters::of(c.data);
   const VocabTraining v = VocabTraining::of(c);
-  const json recipe = {
+  json recipe = {
       {"inputs", inputs},
       {"filters", {{"max_len", f.max_len}, {"max_len_ratio", f.max_len_ratio}, {"dedup", f.dedup}}},
       {"vocab",
@@ -409,6 +413,8 @@ std::string store_key(const Config& c) {
         {"input_sentence_size", v.input_sentence_size},
         {"max_sentence_length", v.max_sentence_length}, {"model", c.vocab.model},
         {"src_model", v.src_model}, {"tgt_model", v.tgt_model}}}};
+  // Only when kept: stores without text keep their keys.
+  if (needs_text(c)) recipe["text"] = true;
   return hex64(hash64(recipe.dump()));
 }
 
@@ -438,6 +444,9 @@ StoreMismatch store_mismatch(const TokenStore& store, const Config& c, const Voc
   } else if (!h.trained || !(*h.trained == VocabTraining::of(c))) {
     return {Kind::kVocabulary, "its vocabulary was not trained with this config's vocab section"};
   }
+  if (needs_text(c) && !store.has_text())
+    return {Kind::kFilters, "it keeps no text, which subword sampling (data.src_sampling, "
+                            "data.tgt_sampling) re-encodes"};
   for (const auto& input : h.inputs)
     for (const FileStamp* stamp : {&input.src, &input.tgt})
       if (auto change = file_change(*stamp)) return {Kind::kInputChanged, *change};

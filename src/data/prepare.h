@@ -27,6 +27,9 @@ void prepare_store(const Config& config, const Vocabs* vocabs, const std::string
 // nothing but store files are touched.
 int remove_stale_store_temps(const std::string& dir);
 
+// Whether the config's store keeps the pairs' text (text.bin): subword sampling re-encodes it.
+bool needs_text(const Config& config);
+
 // The key of the config's store in a cache shared by runs: a hash of the inputs' absolute paths,
 // the filters and the vocab section.
 std::string store_key(const Config& config);

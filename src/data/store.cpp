@@ -81,6 +81,41 @@ void TokenStore::map_files(bool in_memory) {
   }
   offsets_ = reinterpret_cast<const uint64_t*>(offsets_file_.data());
   lengths_ = reinterpret_cast<const uint16_t*>(lengths_file_.data());
+  if (header_.checksums.count("text.bin") != 0) map_text();
+}
+
+// The header names text.bin only in stores that keep text.
+void TokenStore::map_text() {
+  const std::string offsets_path = dir_ + "/text_offsets.bin";
+  text_offsets_file_ = MappedFile(offsets_path);
+  const uint64_t entries = 2 * static_cast<uint64_t>(pairs_) + 1;
+  expect_size(offsets_path, text_offsets_file_.size(), 8 * entries);
+  text_offsets_ = reinterpret_cast<const uint64_t*>(text_offsets_file_.data());
+  const std::string text_path = dir_ + "/text.bin";
+  text_file_ = MappedFile(text_path);
+  expect_size(text_path, text_file_.size(), text_offsets_[entries - 1]);
+  // An empty text.bin maps to nothing; a store of empty sentences is no store (filters).
+  static const uint8_t kNothing = 0;
+  text_ = text_file_.size() > 0 ? text_file_.data() : &kNothing;
+}
+
+void TokenStore::text_checksums(std::map<std::string, std::string>& sums) const {
+  const auto none = [](const uint8_t*, size_t) {};
+  const size_t entries = 2 * static_cast<size_t>(pairs_) + 1;
+  sums["text_offsets.bin"] = checksum_of(text_offsets_file_.data(), 8 * entries, none);
+  sums["text.bin"] = checksum_of(text_, text_offsets_[entries - 1], none);
+}
+
+// The text index: it starts at 0 and never goes back (version 2 checksums come first).
+void TokenStore::verify_text_index() const {
+  const size_t entries = 2 * static_cast<size_t>(pairs_) + 1;
+  if (text_offsets_[0] != 0)
+    throw Error("token store " + dir_ + "/text_offsets.bin is damaged: the text starts at byte " +
+                std::to_string(text_offsets_[0]) + "; prepare the store again");
+  for (size_t k = 1; k < entries; ++k)
+    if (text_offsets_[k] < text_offsets_[k - 1])
+      throw Error("token store " + dir_ + "/text_offsets.bin is damaged: entry " +
+                  std::to_string(k) + " goes back; prepare the store again");
 }
 
 void TokenStore::verify() const {
@@ -94,6 +129,7 @@ void TokenStore::verify() const {
   const auto none = [](const uint8_t*, size_t) {};
   sums["offsets.bin"] = checksum_of(offsets_file_.data(), 8 * pairs, none);
   sums["lengths.bin"] = checksum_of(lengths_file_.data(), 4 * pairs, none);
+  if (has_text()) text_checksums(sums);
   if (header_.version >= 2) {
     for (const auto& [name, sum] : sums) {
       const auto it = header_.checksums.find(name);
@@ -105,6 +141,7 @@ void TokenStore::verify() const {
                     ", the header says " + it->second + "; prepare the store again");
     }
   }
+  if (has_text()) verify_text_index();
   // The index: each pair starts where the one before it ended, the last ends with the ids.
   uint64_t next = 0;
   for (size_t i = 0; i < pairs; ++i) {
@@ -192,13 +229,25 @@ void TokenStore::append_tgt(int64_t i, std::vector<int64_t>& out) const {
   append(offsets_[i] + lengths_[2 * i], lengths_[2 * i + 1], out);
 }
 
-StoreWriter::StoreWriter(const std::string& dir, int bytes_per_id)
+StoreWriter::StoreWriter(const std::string& dir, int bytes_per_id, bool keep_text)
     : bytes_per_id_(bytes_per_id),
       tokens_(dir + "/tokens.bin", OutFile::Mode::kTruncate),
       offsets_(dir + "/offsets.bin", OutFile::Mode::kTruncate),
-      lengths_(dir + "/lengths.bin", OutFile::Mode::kTruncate) {}
+      lengths_(dir + "/lengths.bin", OutFile::Mode::kTruncate) {
+  if (!keep_text) return;
+  text_.emplace(dir + "/text.bin", OutFile::Mode::kTruncate);
+  text_offsets_.emplace(dir + "/text_offsets.bin", OutFile::Mode::kTruncate);
+}
 
-void StoreWriter::add(const std::vector<int>& x, const std::vector<int>& y) {
+void StoreWriter::add(const std::vector<int>& x, const std::vector<int>& y,
+                      std::string_view src_text, std::string_view tgt_text) {
+  if (text_) {
+    for (const std::string_view t : {src_text, tgt_text}) {
+      write(*text_offsets_, text_offsets_sum_, &text_bytes_, sizeof text_bytes_);
+      write(*text_, text_sum_, t.data(), t.size());
+      text_bytes_ += t.size();
+    }
+  }
   const uint64_t offset = src_ids_ + tgt_ids_;
   write(offsets_, offsets_sum_, &offset, sizeof offset);
   const uint16_t lens[2] = {static_cast<uint16_t>(x.size()), static_cast<uint16_t>(y.size())};
@@ -211,16 +260,27 @@ void StoreWriter::add(const std::vector<int>& x, const std::vector<int>& y) {
 }
 
 void StoreWriter::finish() {
-  for (OutFile* f : {&tokens_, &offsets_, &lengths_}) {
+  std::vector<OutFile*> files = {&tokens_, &offsets_, &lengths_};
+  if (text_) {
+    write(*text_offsets_, text_offsets_sum_, &text_bytes_, sizeof text_bytes_);  // the end
+    files.push_back(&*text_);
+    files.push_back(&*text_offsets_);
+  }
+  for (OutFile* f : files) {
     f->sync();
     f->close();
   }
 }
 
 std::map<std::string, std::string> StoreWriter::checksums() const {
-  return {{"tokens.bin", hex64(tokens_sum_.digest())},
-          {"offsets.bin", hex64(offsets_sum_.digest())},
-          {"lengths.bin", hex64(lengths_sum_.digest())}};
+  std::map<std::string, std::string> out = {{"tokens.bin", hex64(tokens_sum_.digest())},
+                                            {"offsets.bin", hex64(offsets_sum_.digest())},
+                                            {"lengths.bin", hex64(lengths_sum_.digest())}};
+  if (text_) {
+    out["text.bin"] = hex64(text_sum_.digest());
+    out["text_offsets.bin"] = hex64(text_offsets_sum_.digest());
+  }
+  return out;
 }
 
 void StoreWriter::write(OutFile& file, Checksum& sum, const void* data, size_t bytes) {

@@ -8,6 +8,10 @@
 //                 the vocabulary has at most 65536 pieces, else uint32; little-endian)
 //   offsets.bin   uint64 a pair: where its ids start in tokens.bin, in ids
 //   lengths.bin   uint16 source length, uint16 target length a pair
+//   text.bin      only in stores made for subword sampling (data.*_sampling): the UTF-8 text
+//                 of every kept pair, source then target, pair after pair, as it was encoded
+//   text_offsets.bin  with text.bin: uint64 2 x pairs + 1: where each pair's source and target
+//                 text start in text.bin, then its size
 //   spm*.model    the vocabulary it was encoded with (vocabs.h names)
 // It is written into a temporary directory and renamed into place once complete, so a
 // directory under the store's name is either a whole store or none (see prepare.h).
@@ -18,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/batching.h"
@@ -61,6 +66,16 @@ class TokenStore : public Pairs {
   void forget_id_pages() const {
     tokens_file_.forget_pages();
     offsets_file_.forget_pages();
+    text_file_.forget_pages();
+    text_offsets_file_.forget_pages();
+  }
+
+  // Whether it keeps the pairs' text (text.bin), which subword sampling re-encodes.
+  bool has_text() const { return text_ != nullptr; }
+  // Pair i's source or target text; has_text() must hold.
+  std::string_view text(int64_t i, bool src) const {
+    const uint64_t* o = text_offsets_ + 2 * i + (src ? 0 : 1);
+    return {reinterpret_cast<const char*>(text_) + o[0], static_cast<size_t>(o[1] - o[0])};
   }
 
   int64_t size() const override { return pairs_; }
@@ -73,27 +88,34 @@ class TokenStore : public Pairs {
   TokenStore() = default;
   void append(uint64_t offset, int64_t n, std::vector<int64_t>& out) const;
   void map_files(bool in_memory);
+  void map_text();
   void verify() const;
+  void text_checksums(std::map<std::string, std::string>& sums) const;
+  void verify_text_index() const;
   void find_bad_id(int64_t src_size, int64_t tgt_size) const;
 
   std::string dir_;
   StoreHeader header_;
   int64_t pairs_ = 0;
   int bytes_per_id_ = 2;
-  MappedFile tokens_file_, offsets_file_, lengths_file_;
+  MappedFile tokens_file_, offsets_file_, lengths_file_, text_file_, text_offsets_file_;
   std::vector<uint8_t> tokens_memory_;  // in_memory: the ids
   const uint8_t* tokens_ = nullptr;
   const uint64_t* offsets_ = nullptr;
   const uint16_t* lengths_ = nullptr;
+  const uint8_t* text_ = nullptr;  // null: no text.bin
+  const uint64_t* text_offsets_ = nullptr;
 };
 
 // Writes a store's three data files (tokens.bin, offsets.bin, lengths.bin) pair after pair,
 // checksumming what it writes; prepare (prepare.h) adds the header and renames the directory.
 class StoreWriter {
  public:
-  // bytes_per_id: 2 (uint16 ids) or 4.
-  StoreWriter(const std::string& dir, int bytes_per_id);
-  void add(const std::vector<int>& x, const std::vector<int>& y);
+  // bytes_per_id: 2 (uint16 ids) or 4. keep_text: write text.bin and text_offsets.bin too.
+  StoreWriter(const std::string& dir, int bytes_per_id, bool keep_text = false);
+  // src_text/tgt_text: what x and y encode (written only with keep_text).
+  void add(const std::vector<int>& x, const std::vector<int>& y, std::string_view src_text = {},
+           std::string_view tgt_text = {});
   // Syncs and closes the files.
   void finish();
   int64_t pairs() const { return pairs_; }
@@ -108,6 +130,9 @@ class StoreWriter {
   int bytes_per_id_;
   OutFile tokens_, offsets_, lengths_;
   Checksum tokens_sum_, offsets_sum_, lengths_sum_;
+  std::optional<OutFile> text_, text_offsets_;  // with keep_text
+  Checksum text_sum_, text_offsets_sum_;
+  uint64_t text_bytes_ = 0;
   std::vector<uint16_t> narrow_;
   int64_t pairs_ = 0;
   uint64_t src_ids_ = 0, tgt_ids_ = 0;

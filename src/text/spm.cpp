@@ -26,6 +26,7 @@ struct Shim {
   int (*piece_size)(const void*);
   int (*special_id)(const void*, int);
   int (*encode)(const void*, const char*, size_t, int**, size_t*);
+  int (*sample_encode)(const void*, const char*, size_t, int, float, uint32_t, int**, size_t*);
   int (*decode)(const void*, const int*, size_t, char**, size_t*);
   int (*id_to_piece)(const void*, int, char**, size_t*);
   int (*piece_to_id)(const void*, const char*, size_t);
@@ -130,6 +131,7 @@ const Shim& shim() {
         resolve(lib, "nmt_spm_piece_size", s.piece_size, path);
         resolve(lib, "nmt_spm_special_id", s.special_id, path);
         resolve(lib, "nmt_spm_encode", s.encode, path);
+        resolve(lib, "nmt_spm_sample_encode", s.sample_encode, path);
         resolve(lib, "nmt_spm_decode", s.decode, path);
         resolve(lib, "nmt_spm_id_to_piece", s.id_to_piece, path);
         resolve(lib, "nmt_spm_piece_to_id", s.piece_to_id, path);
@@ -145,6 +147,12 @@ const Shim& shim() {
   });
   if (s.path.empty()) throw Error(load_error);
   return s;
+}
+
+std::vector<int> take_ids(int* ids, size_t n) {
+  std::vector<int> out(ids, ids + n);
+  shim().free_buffer(ids);
+  return out;
 }
 
 std::string take_string(char* buf, size_t len) {
@@ -212,10 +220,90 @@ std::vector<int> SentencePiece::encode(std::string_view text) const {
   size_t n = 0;
   if (shim().encode(handle_.get(), text.data(), text.size(), &ids, &n) != 0)
     throw Error("SentencePiece encode failed: " + std::string(shim().last_error()));
-  std::vector<int> out(ids, ids + n);
-  shim().free_buffer(ids);
-  return out;
+  return take_ids(ids, n);
 }
+
+std::vector<int> SentencePiece::sample_encode(std::string_view text, int nbest, double alpha,
+                                              uint64_t seed) const {
+  int* ids = nullptr;
+  size_t n = 0;
+  // std::mt19937 takes 32 bits: both halves of the key go into them.
+  const auto seed32 = static_cast<uint32_t>(seed ^ (seed >> 32));
+  if (shim().sample_encode(handle_.get(), text.data(), text.size(), nbest,
+                           static_cast<float>(alpha), seed32, &ids, &n) != 0)
+    throw Error("SentencePiece sampling failed: " + std::string(shim().last_error()));
+  return take_ids(ids, n);
+}
+
+namespace {
+
+// Reads a protobuf varint at p; false past `end`.
+bool read_varint(const unsigned char*& p, const unsigned char* end, uint64_t& value) {
+  value = 0;
+  for (int shift = 0; p < end && shift < 64; shift += 7) {
+    const unsigned char b = *p++;
+    value |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// Walks the fields of one message; fn(field, wire type, varint value, bytes of a length-delimited
+// field) is called for each. False when the bytes are not a message.
+template <class Fn>
+bool walk_fields(const unsigned char* p, const unsigned char* end, Fn&& fn) {
+  while (p < end) {
+    uint64_t key = 0, value = 0;
+    if (!read_varint(p, end, key)) return false;
+    const int wire = static_cast<int>(key & 7);
+    std::string_view bytes;
+    if (wire == 0) {
+      if (!read_varint(p, end, value)) return false;
+    } else if (wire == 1 || wire == 5) {
+      const size_t size = wire == 1 ? 8 : 4;
+      if (static_cast<size_t>(end - p) < size) return false;
+      p += size;
+    } else if (wire == 2) {
+      if (!read_varint(p, end, value) || value > static_cast<uint64_t>(end - p)) return false;
+      bytes = std::string_view(reinterpret_cast<const char*>(p), value);
+      p += value;
+    } else {
+      return false;
+    }
+    fn(key >> 3, wire, value, bytes);
+  }
+  return true;
+}
+
+}  // namespace
+
+SpmModelType spm_model_type(std::string_view model) {
+  // ModelProto.trainer_spec (field 2) holds TrainerSpec.model_type (field 3): UNIGRAM = 1 (the
+  // default when absent), BPE = 2, WORD = 3, CHAR = 4.
+  uint64_t type = 1;
+  const auto* begin = reinterpret_cast<const unsigned char*>(model.data());
+  walk_fields(begin, begin + model.size(), [&](uint64_t field, int wire, uint64_t,
+                                                std::string_view bytes) {
+    if (field != 2 || wire != 2) return;
+    const auto* spec = reinterpret_cast<const unsigned char*>(bytes.data());
+    walk_fields(spec, spec + bytes.size(), [&](uint64_t f, int w, uint64_t value,
+                                               std::string_view) {
+      if (f == 3 && w == 0) type = value;
+    });
+  });
+  switch (type) {
+    case 2:
+      return SpmModelType::kBpe;
+    case 3:
+      return SpmModelType::kWord;
+    case 4:
+      return SpmModelType::kChar;
+    default:
+      return SpmModelType::kUnigram;
+  }
+}
+
+SpmModelType SentencePiece::model_type() const { return spm_model_type(bytes_); }
 
 std::string SentencePiece::decode(const std::vector<int>& ids) const {
   char* text = nullptr;

@@ -1,6 +1,7 @@
 // SentencePiece behind a dlopen'ed shim (see spm_shim.cpp for why).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,6 +14,12 @@ constexpr int kPadId = 0;
 constexpr int kUnkId = 1;
 constexpr int kBosId = 2;
 constexpr int kEosId = 3;
+
+// A SentencePiece model's algorithm (TrainerSpec.model_type).
+enum class SpmModelType { kUnigram, kBpe, kWord, kChar };
+
+// The model type stored in a serialized model (unigram when the bytes do not say).
+SpmModelType spm_model_type(std::string_view model);
 
 struct SpmTrainOptions {
   int64_t vocab_size = 8000;
@@ -36,6 +43,12 @@ class SentencePiece {
   static SentencePiece train(std::string_view text, const SpmTrainOptions& options);
 
   std::vector<int> encode(std::string_view text) const;
+  // One segmentation drawn at random (subword regularization), a function of `seed`: unigram
+  // models sample among the `nbest` best (-1: all) with smoothing `alpha`; BPE models drop
+  // each merge with probability `alpha` (BPE-dropout; nbest is ignored).
+  std::vector<int> sample_encode(std::string_view text, int nbest, double alpha,
+                                 uint64_t seed) const;
+  SpmModelType model_type() const;
   std::string decode(const std::vector<int>& ids) const;
   std::string piece(int id) const;
   // The id of a piece; kUnkId when the vocabulary lacks it.

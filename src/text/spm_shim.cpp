@@ -9,11 +9,18 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #define NMT_SPM_API extern "C" __attribute__((visibility("default")))
+
+// SentencePiece's sampling draws from this thread's generator (util.h, not installed); seeding it
+// before each draw makes a sampled segmentation a function of the caller's key.
+namespace sentencepiece::random {
+std::mt19937* GetRandomGenerator();
+}  // namespace sentencepiece::random
 
 namespace {
 thread_local std::string g_error;
@@ -30,6 +37,14 @@ char* copy_out(const std::string& s, size_t* len) {
   out[s.size()] = '\0';
   *len = s.size();
   return out;
+}
+// Ids into a malloc'ed buffer the caller frees with nmt_spm_free_buffer; 0, or -1 on failure.
+int copy_ids(const std::vector<int>& out, int** ids, size_t* n) {
+  *n = out.size();
+  *ids = static_cast<int*>(std::malloc(sizeof(int) * (out.empty() ? 1 : out.size())));
+  if (*ids == nullptr) return fail("out of memory");
+  if (!out.empty()) std::memcpy(*ids, out.data(), sizeof(int) * out.size());
+  return 0;
 }
 }  // namespace
 
@@ -85,11 +100,24 @@ NMT_SPM_API int nmt_spm_encode(const void* handle, const char* text, size_t len,
     std::vector<int> out;
     const auto status = sp->Encode(absl::string_view(text, len), &out);
     if (!status.ok()) return fail(status.ToString());
-    *n = out.size();
-    *ids = static_cast<int*>(std::malloc(sizeof(int) * (out.empty() ? 1 : out.size())));
-    if (*ids == nullptr) return fail("out of memory");
-    if (!out.empty()) std::memcpy(*ids, out.data(), sizeof(int) * out.size());
-    return 0;
+    return copy_ids(out, ids, n);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
+// A segmentation drawn with SampleEncode (unigram: among the nbest_size best, -1 = all, with
+// smoothing alpha; BPE: merges dropped with probability alpha), from a generator seeded with seed.
+NMT_SPM_API int nmt_spm_sample_encode(const void* handle, const char* text, size_t len,
+                                      int nbest_size, float alpha, uint32_t seed, int** ids,
+                                      size_t* n) {
+  try {
+    const auto* sp = static_cast<const sentencepiece::SentencePieceProcessor*>(handle);
+    sentencepiece::random::GetRandomGenerator()->seed(seed);
+    std::vector<int> out;
+    const auto status = sp->SampleEncode(absl::string_view(text, len), nbest_size, alpha, &out);
+    if (!status.ok()) return fail(status.ToString());
+    return copy_ids(out, ids, n);
   } catch (const std::exception& e) {
     return fail(e.what());
   }

@@ -25,6 +25,12 @@ std::string corpora_json(const std::vector<CorpusConfig>& corpora) {
   return out.dump();
 }
 
+// What a side's sampling draws: "off", or its settings.
+std::string sampling_json(const SubwordSampling& s) {
+  if (!s.enabled) return "off";
+  return nlohmann::json({{"alpha", s.alpha}, {"nbest", s.nbest}, {"dropout", s.dropout}}).dump();
+}
+
 void check_resume_compatible(const Config& now, const Config& saved, const TrainOptions& o) {
   if (!same_model_config(now.model, saved.model))
     throw Error("--resume: the model section differs from the checkpoint's; use a new --run-dir");
@@ -44,6 +50,10 @@ void check_resume_compatible(const Config& now, const Config& saved, const Train
       {"data.max_len", str(saved.data.max_len), str(now.data.max_len), true},
       {"data.max_len_ratio", str(saved.data.max_len_ratio), str(now.data.max_len_ratio), true},
       {"data.dedup", str(saved.data.dedup), str(now.data.dedup), true},
+      {"data.src_sampling", sampling_json(saved.data.src_sampling),
+       sampling_json(now.data.src_sampling), true},
+      {"data.tgt_sampling", sampling_json(saved.data.tgt_sampling),
+       sampling_json(now.data.tgt_sampling), true},
       {"train.batch_tokens", str(a.batch_tokens), str(b.batch_tokens), true},
       {"train.accum_steps", str(a.accum_steps), str(b.accum_steps), true},
       {"train.seed", str(a.seed), str(b.seed), true},
@@ -211,6 +221,9 @@ void prepare_main(const Config& config, const TrainOptions& options, RunSetup& r
 void load_data(const Config& config, RunSetup& run) {
   log_corpus("training", run.store->stats());
   run.corpora = run.store->corpora(config.data.training.weights());
+  if (SampledPairs::wanted(config.data))
+    run.sampled = std::make_unique<SampledPairs>(*run.store, run.vocabs, config.data,
+                                                 static_cast<uint64_t>(config.train.seed));
   if (!config.data.valid_src.empty()) {
     // Read once: the raw lines are translated for BLEU, their encoding gives the loss.
     run.valid = make_eval_set(read_lines(config.data.valid_src), read_lines(config.data.valid_tgt),

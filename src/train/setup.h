@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "data/batching.h"
+#include "data/subword_sampling.h"
 #include "data/store.h"
 #include "eval/evaluate.h"
 #include "text/vocabs.h"
@@ -25,6 +26,7 @@ struct RunSetup {
   std::optional<std::string> resume_from;  // the checkpoint to continue from
   Vocabs vocabs;
   std::unique_ptr<TokenStore> store;  // the training pairs, mapped
+  std::unique_ptr<SampledPairs> sampled;  // with data.*_sampling: the pairs, segmented anew
   std::vector<CorpusRange> corpora;   // the store's corpora with their weights
   EvalSet valid;                      // empty without validation data
 };

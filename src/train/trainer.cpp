@@ -110,7 +110,11 @@ std::vector<TensorBatch> Trainer::next_batches() {
     stream_.roll_over();
     if (k > 0 && tc_.max_epochs > 0 && stream_.epoch() >= tc_.max_epochs) break;
     const auto pairs = stream_.take();
-    if (k / tc_.accum_steps == rank) batches.push_back(make_tensor_batch(*r_.data.store, pairs));
+    if (k / tc_.accum_steps != rank) continue;
+    if (r_.data.sampled) r_.data.sampled->set_epoch(stream_.epoch());
+    const Pairs& source = r_.data.sampled ? static_cast<const Pairs&>(*r_.data.sampled)
+                                          : *r_.data.store;
+    batches.push_back(make_tensor_batch(source, pairs));
   }
   r_.data.store->forget_id_pages();
   interval_.add_data_time(
