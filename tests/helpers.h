@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/parse.h"
 #include "util/util.h"
 
 namespace nmt_test {
@@ -57,6 +58,16 @@ inline std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+// A one-step training config over the corpus (src, tgt) with no validation set, plus overrides.
+inline nmt::Config config_for(const std::string& src, const std::string& tgt,
+                              std::vector<std::string> overrides = {}) {
+  overrides.push_back("data.train_src=" + src);
+  overrides.push_back("data.train_tgt=" + tgt);
+  overrides.push_back("data.valid_src=");
+  overrides.push_back("data.valid_tgt=");
+  return nmt::parse_config(R"({"train": {"max_steps": 1}})", overrides);
 }
 
 inline void write_text(const std::string& path, const std::string& text) {

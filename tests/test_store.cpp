@@ -29,6 +29,7 @@ using nmt_test::run_command;
 using nmt_test::write_text;
 namespace fs = std::filesystem;
 
+using nmt_test::config_for;
 using nmt_test::error_of;
 
 namespace {
@@ -46,15 +47,6 @@ const Vocabs& tiny_vocabs() {
     return Vocabs{sp, sp, true};
   }();
   return v;
-}
-
-Config config_for(const std::string& src, const std::string& tgt,
-                  std::vector<std::string> overrides = {}) {
-  overrides.push_back("data.train_src=" + src);
-  overrides.push_back("data.train_tgt=" + tgt);
-  overrides.push_back("data.valid_src=");
-  overrides.push_back("data.valid_tgt=");
-  return parse_config(R"({"train": {"max_steps": 1}})", overrides);
 }
 
 // Pair i of a store as text (source, target).

@@ -2,6 +2,7 @@
 // seed, the text a store keeps for them, the pairs segmented anew per epoch, and the config keys.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "config/parse.h"
 #include "config/print.h"
+#include "data/batching.h"
 #include "data/prepare.h"
 #include "data/subword_sampling.h"
 #include "data/store.h"
@@ -22,6 +24,7 @@ using nmt_test::read_text;
 using nmt_test::write_text;
 namespace fs = std::filesystem;
 
+using nmt_test::config_for;
 using nmt_test::error_of;
 
 namespace {
@@ -46,15 +49,6 @@ const SentencePiece& model_of(const std::string& type) {
     it = models.emplace(type, SentencePiece::train(training_text(), o)).first;
   }
   return it->second;
-}
-
-Config config_for(const std::string& src, const std::string& tgt,
-                  std::vector<std::string> overrides = {}) {
-  overrides.push_back("data.train_src=" + src);
-  overrides.push_back("data.train_tgt=" + tgt);
-  overrides.push_back("data.valid_src=");
-  overrides.push_back("data.valid_tgt=");
-  return parse_config(R"({"train": {"max_steps": 1}})", overrides);
 }
 
 const std::vector<std::string> kBothSides = {"data.src_sampling.enabled=true",
@@ -213,6 +207,38 @@ TEST(SubwordSampling, PairsAreDrawnPerSeedEpochAndPair) {
   EXPECT_EQ(sampling_seed(1, 0, 5, true), sampling_seed(1, 0, 5, true));
   EXPECT_NE(sampling_seed(1, 0, 5, true), sampling_seed(1, 0, 5, false));
 
+  // The epoch's lengths, as the plan reads them, are those of the draws a batch then reads, at
+  // any number of threads.
+  const uint16_t* lengths = pairs.epoch_lengths(1, 1);
+  const std::vector<uint16_t> one_thread(lengths, lengths + 2 * store->size());
+  lengths = pairs.epoch_lengths(1, 3);
+  pairs.set_epoch(1);
+  for (int64_t i = 0; i < store->size(); ++i) {
+    EXPECT_EQ(lengths[2 * i], ids(pairs, i, true).size()) << "pair " << i;
+    EXPECT_EQ(lengths[2 * i + 1], store->tgt_len(i)) << "pair " << i;
+    EXPECT_EQ(lengths[2 * i], one_thread[2 * i]) << "pair " << i;
+  }
+  // Batches planned from them hold what they were planned to hold once drawn; planned from the
+  // best segmentation's lengths, draws this noisy overflow the budget.
+  auto widest_batch = [&](bool from_draws) {
+    BatchStream stream(store->lengths(), store->size(), {{0, store->size(), 1.0}}, 60, 5);
+    if (from_draws) stream.plan_with([&](int64_t e) { return pairs.epoch_lengths(e, 2); });
+    stream.seek(1, 0);
+    pairs.set_epoch(1);
+    int64_t widest = 0;
+    for (int64_t b = 0; b < stream.batches_per_epoch(); ++b) {
+      const auto batch = stream.take();
+      int64_t width = 0;
+      for (const int64_t i : batch)
+        width = std::max(width, pair_width(static_cast<int64_t>(ids(pairs, i, true).size()),
+                                           static_cast<int64_t>(ids(pairs, i, false).size())));
+      widest = std::max(widest, width * static_cast<int64_t>(batch.size()));
+    }
+    return widest;
+  };
+  EXPECT_LE(widest_batch(true), 60);
+  EXPECT_GT(widest_batch(false), 60);
+
   // Draws longer than data.max_len give way to the best segmentation.
   const auto best_len = static_cast<int64_t>(sp.encode("seventeen hundreds nineteen fourteen sixty")
                                                  .size());
@@ -225,6 +251,9 @@ TEST(SubwordSampling, PairsAreDrawnPerSeedEpochAndPair) {
     fell_back += a == ids(*store, i, true);
   }
   EXPECT_GT(fell_back, 0);
+  lengths = capped.epoch_lengths(0, 2);
+  for (int64_t i = 0; i < store->size(); ++i)
+    EXPECT_EQ(lengths[2 * i], ids(capped, i, true).size()) << "pair " << i;
 
   // A store without text, or a vocabulary with one segmentation a word, is refused by key.
   prepare_store(config_for(dir / "s", dir / "t"), &vocabs, dir / "plain", 1);

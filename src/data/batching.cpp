@@ -159,7 +159,8 @@ BatchStream::BatchStream(const uint16_t* lengths, int64_t pairs, std::vector<Cor
 void BatchStream::seek(int64_t epoch, int64_t batch_in_epoch) {
   epoch_ = epoch;
   const auto items = epoch_items(corpora_, seed_, epoch_);
-  plan_ = BatchPlan(lengths_, items.empty() ? nullptr : items.data(),
+  const uint16_t* lengths = epoch_lengths_ ? epoch_lengths_(epoch_) : lengths_;
+  plan_ = BatchPlan(lengths, items.empty() ? nullptr : items.data(),
                     items.empty() ? pairs_ : static_cast<int64_t>(items.size()), batch_tokens_,
                     epoch_seed(seed_, epoch_));
   if (after_plan_) after_plan_();

@@ -77,6 +77,11 @@ class BatchStream {
   BatchStream(const uint16_t* lengths, int64_t pairs, std::vector<CorpusRange> corpora,
               int64_t batch_tokens, uint64_t seed, std::function<void()> after_plan = {});
 
+  // Plans each epoch from the lengths `of_epoch(epoch)` returns instead of the fixed ones (subword
+  // sampling: the epoch's drawn segmentations); they must stay valid until the next call.
+  void plan_with(std::function<const uint16_t*(int64_t epoch)> of_epoch) {
+    epoch_lengths_ = std::move(of_epoch);
+  }
   // Goes to batch `batch_in_epoch` of `epoch`; throws Error when the epoch has fewer batches
   // (the data changed under a checkpoint).
   void seek(int64_t epoch, int64_t batch_in_epoch);
@@ -95,6 +100,7 @@ class BatchStream {
   int64_t batch_tokens_;
   uint64_t seed_;
   std::function<void()> after_plan_;
+  std::function<const uint16_t*(int64_t)> epoch_lengths_;
   int64_t epoch_ = 0;
   int64_t next_ = 0;
   BatchPlan plan_;

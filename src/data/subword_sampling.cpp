@@ -1,5 +1,9 @@
 #include "data/subword_sampling.h"
 
+#include <algorithm>
+#include <exception>
+#include <thread>
+
 #include "data/batching.h"
 #include "util/util.h"
 
@@ -54,25 +58,59 @@ bool SampledPairs::tagged(int64_t i) const {
   return false;
 }
 
-void SampledPairs::append(int64_t i, bool src, std::vector<int64_t>& out) const {
+std::vector<int> SampledPairs::draw(int64_t i, bool src, int64_t epoch) const {
   const Side& side = src ? src_ : tgt_;
-  const size_t start = out.size();
-  if (side.on) {
-    const std::vector<int> ids = side.sp.sample_encode(store_.text(i, src), side.nbest,
-                                                        side.alpha,
-                                                        sampling_seed(seed_, epoch_, i, src));
-    // A tagged source keeps its tag: the stored ids' first.
-    const bool tag = src && tagged(i);
-    if (static_cast<int64_t>(ids.size()) + (tag ? 1 : 0) <= max_len_) {
-      if (tag) {
-        store_.append_src(i, out);
-        out.resize(start + 1);
-      }
-      out.insert(out.end(), ids.begin(), ids.end());
-      return;
-    }
+  if (!side.on) return {};
+  std::vector<int> ids =
+      side.sp.sample_encode(store_.text(i, src), side.nbest, side.alpha,
+                            sampling_seed(seed_, epoch, i, src));
+  // A tagged source keeps its tag: the stored ids' first.
+  if (src && tagged(i)) {
+    std::vector<int64_t> stored;
+    store_.append_src(i, stored);
+    ids.insert(ids.begin(), static_cast<int>(stored.front()));
   }
-  src ? store_.append_src(i, out) : store_.append_tgt(i, out);
+  if (static_cast<int64_t>(ids.size()) > max_len_) return {};
+  return ids;
+}
+
+void SampledPairs::append(int64_t i, bool src, std::vector<int64_t>& out) const {
+  const std::vector<int> ids = draw(i, src, epoch_);
+  if (!ids.empty())
+    out.insert(out.end(), ids.begin(), ids.end());
+  else
+    src ? store_.append_src(i, out) : store_.append_tgt(i, out);
+}
+
+const uint16_t* SampledPairs::epoch_lengths(int64_t epoch, int threads) {
+  const int64_t n = store_.size();
+  lengths_.resize(static_cast<size_t>(2 * n));
+  auto work = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      for (const bool src : {true, false}) {
+        const size_t ids = draw(i, src, epoch).size();
+        lengths_[2 * i + (src ? 0 : 1)] =
+            ids > 0 ? static_cast<uint16_t>(ids)
+                    : static_cast<uint16_t>(src ? store_.src_len(i) : store_.tgt_len(i));
+      }
+  };
+  // Each draw seeds its thread's generator, so the lengths do not depend on the threads.
+  const int64_t parts = std::max(1, threads);
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  auto part = [&](int64_t t) {
+    try {
+      work(n * t / parts, n * (t + 1) / parts);
+    } catch (...) {
+      errors[static_cast<size_t>(t)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < parts; ++t) pool.emplace_back(part, t);
+  part(0);
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return lengths_.data();
 }
 
 void SampledPairs::append_src(int64_t i, std::vector<int64_t>& out) const { append(i, true, out); }

@@ -3,10 +3,9 @@
 //
 // A draw is a function of (train.seed, epoch, pair, side) alone, so a resumed run draws what
 // the uninterrupted one drew, and data-parallel processes draw what one process would. Nothing
-// is held per epoch: a batch's sentences are encoded when the batch is built. Batches are
-// planned from the best segmentation's lengths; a drawn one is usually a little longer, so a
-// batch may exceed train.batch_tokens by that much. A draw longer than data.max_len is
-// replaced by the best segmentation.
+// is held per epoch but the draws' lengths (4 bytes a pair, as the plan itself): each epoch's
+// plan is made from them, and a batch's sentences are drawn again when the batch is built. A
+// draw longer than data.max_len is replaced by the best segmentation.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +33,10 @@ class SampledPairs : public Pairs {
   }
   // The epoch whose draws append_src/append_tgt return.
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
+  // The lengths of `epoch`'s draws as BatchPlan takes them (source and target of pair p at [2p]
+  // and [2p + 1]), drawn on `threads` threads: batches planned from them are as full and as
+  // little padded as batches of best segmentations. Valid until the next call.
+  const uint16_t* epoch_lengths(int64_t epoch, int threads);
 
   int64_t size() const override { return store_.size(); }
   int64_t src_len(int64_t i) const override { return store_.src_len(i); }
@@ -51,6 +54,9 @@ class SampledPairs : public Pairs {
   static Side side_of(const SubwordSampling& s, const SentencePiece& sp, const char* key);
   bool tagged(int64_t i) const;
   void append(int64_t i, bool src, std::vector<int64_t>& out) const;
+  // Pair i's side as training reads it in `epoch`: the draw, or the best segmentation (empty:
+  // the store's ids) when the side does not sample or the draw is over data.max_len.
+  std::vector<int> draw(int64_t i, bool src, int64_t epoch) const;
 
   const TokenStore& store_;
   Side src_, tgt_;
@@ -58,6 +64,7 @@ class SampledPairs : public Pairs {
   uint64_t seed_;
   int64_t max_len_;
   int64_t epoch_ = 0;
+  std::vector<uint16_t> lengths_;  // epoch_lengths
 };
 
 }  // namespace nmt

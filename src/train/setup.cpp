@@ -25,10 +25,11 @@ std::string corpora_json(const std::vector<CorpusConfig>& corpora) {
   return out.dump();
 }
 
-// What a side's sampling draws: "off", or its settings.
-std::string sampling_json(const SubwordSampling& s) {
-  if (!s.enabled) return "off";
-  return nlohmann::json({{"alpha", s.alpha}, {"nbest", s.nbest}, {"dropout", s.dropout}}).dump();
+// What data.<side> draws: "off", or its settings as the config prints them (every key of the
+// schema; the section is printed only when sampling is on).
+std::string sampling_json(const Config& c, const char* side) {
+  const auto data = nlohmann::json::parse(config_to_json(c)).at("data");
+  return data.contains(side) ? data.at(side).dump() : "off";
 }
 
 void check_resume_compatible(const Config& now, const Config& saved, const TrainOptions& o) {
@@ -50,10 +51,10 @@ void check_resume_compatible(const Config& now, const Config& saved, const Train
       {"data.max_len", str(saved.data.max_len), str(now.data.max_len), true},
       {"data.max_len_ratio", str(saved.data.max_len_ratio), str(now.data.max_len_ratio), true},
       {"data.dedup", str(saved.data.dedup), str(now.data.dedup), true},
-      {"data.src_sampling", sampling_json(saved.data.src_sampling),
-       sampling_json(now.data.src_sampling), true},
-      {"data.tgt_sampling", sampling_json(saved.data.tgt_sampling),
-       sampling_json(now.data.tgt_sampling), true},
+      {"data.src_sampling", sampling_json(saved, "src_sampling"),
+       sampling_json(now, "src_sampling"), true},
+      {"data.tgt_sampling", sampling_json(saved, "tgt_sampling"),
+       sampling_json(now, "tgt_sampling"), true},
       {"train.batch_tokens", str(a.batch_tokens), str(b.batch_tokens), true},
       {"train.accum_steps", str(a.accum_steps), str(b.accum_steps), true},
       {"train.seed", str(a.seed), str(b.seed), true},

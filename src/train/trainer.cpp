@@ -91,6 +91,12 @@ Trainer::Trainer(Run& run, const StopSignals& signals)
   if (state_.loss_scale > 0)
     step_.loss_scaler() = LossScaler(state_.loss_scale, state_.loss_scale_good_steps);
   if (r_.data.resume_from) last_saved_step_ = state_.step;
+  if (r_.data.sampled) {
+    const int threads = effective_threads(r_.config);
+    stream_.plan_with([this, threads](int64_t epoch) {
+      return r_.data.sampled->epoch_lengths(epoch, threads);
+    });
+  }
   stream_.seek(state_.epoch, state_.batch_in_epoch);
   spdlog::info("{} batches per epoch of <= {} tokens", stream_.batches_per_epoch(),
                tc_.batch_tokens);
